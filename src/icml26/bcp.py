@@ -435,3 +435,38 @@ def run_split_conformal(scores: np.ndarray, labels: np.ndarray, idx: np.ndarray,
     covered = true_s[test] <= q
     size = (S[test] <= q[:, None]).sum(-1)
     return {"alpha": alpha, "coverage": float(covered.mean()), "mean_size": float(size.mean())}
+
+
+# ---------------------------------------------------------------------------------------
+# the comparison the paper's Table 1 makes
+# ---------------------------------------------------------------------------------------
+METHODS: dict[str, tuple[str, bool]] = {
+    "BCP": ("identity", False),
+    "ST-BCP (I_w)": ("I_w", False),
+    "ST-BCP (I_ro)": ("I_ro", False),
+    "ST-BCP (I_w, b-hat)": ("I_w", True),
+}
+
+
+def compare_methods(
+    scores: np.ndarray,
+    labels: np.ndarray,
+    T: int | np.ndarray,
+    *,
+    n_cal: int,
+    n_trials: int,
+    rng: np.random.Generator,
+    methods: dict[str, tuple[str, bool]] | None = None,
+) -> list[dict[str, float | str]]:
+    """Run every method on the same trials and return one summary row per method.
+
+    The trials (1 test + ``n_cal`` calibration points, drawn with replacement) are shared,
+    so differences between methods are not sampling noise of the trials.
+    """
+    methods = METHODS if methods is None else methods
+    idx = sample_trials(len(labels), n_cal, n_trials, rng)
+    rows = []
+    for name, (transform, corrected) in methods.items():
+        res = run_bcp(scores, labels, idx, T, transform, corrected=corrected)  # type: ignore[arg-type]
+        rows.append({"method": name, **res.summary()})
+    return rows

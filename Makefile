@@ -1,0 +1,40 @@
+# The book's two entry points (see README.md):
+#   make book   create .venv, install, execute every chapter (ci and full scale), build the HTML book
+#   make test   create .venv if needed, install, run the unit tests and every chapter under nbval
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+JOBS   ?= 2
+SEED   ?= 0
+# Two chapters run at a time on two cores: one BLAS/torch thread each.
+export OMP_NUM_THREADS ?= 1
+export MKL_NUM_THREADS ?= 1
+export OPENBLAS_NUM_THREADS ?= 1
+export PIP_DISABLE_PIP_VERSION_CHECK = 1
+export PYDEVD_DISABLE_FILE_VALIDATION = 1
+
+.PHONY: book run build test install clean
+
+$(VENV)/.installed: requirements.lock pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -r requirements.lock
+	$(PY) -m pip install -q --no-deps -e .
+	touch $@
+
+install: $(VENV)/.installed
+
+run: $(VENV)/.installed
+	$(PY) -m icml26 run --scale ci --jobs $(JOBS) --seed $(SEED)
+	$(PY) -m icml26 run --scale full --jobs $(JOBS) --seed $(SEED)
+
+build: $(VENV)/.installed
+	$(PY) -m icml26 build
+
+book: run build
+
+test: $(VENV)/.installed
+	$(PY) -m icml26 sync
+	$(PY) -m pytest -n 2 --dist loadfile --nbval-lax --nbval-current-env -p no:cacheprovider tests _build/ipynb
+
+clean:
+	rm -rf _build

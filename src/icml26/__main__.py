@@ -1,0 +1,5 @@
+"""``python -m icml26``: list, run and build the book's chapters (see :mod:`icml26.cli`)."""
+
+from .cli import main
+
+raise SystemExit(main())

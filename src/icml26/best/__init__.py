@@ -1,0 +1,30 @@
+"""BEST (Shen et al., ICML 2026): dual@k over a time x space subtask grid, a measurement
+harness with resource limits, a small task suite (Mini-BEST) and stand-in "models".
+
+Submodules: :mod:`~icml26.best.metric` (the metric), :mod:`~icml26.best.harness` (run a
+program on a test case in its own process), :mod:`~icml26.best.tasks` and
+:mod:`~icml26.best.programs` (the suite), :mod:`~icml26.best.evaluate` (measure programs,
+evaluate any answer function, stand-in profile models).
+"""
+
+from .metric import (
+    KINDS,
+    closure_loop_reference,
+    dual_at_k,
+    dual_score,
+    feasible_set,
+    monotone_closure,
+    plugin_pass_at_k,
+    subtask_pass_rate,
+    unbiased_pass_at_k,
+    weight_matrix,
+)
+from .harness import CaseResult, ProgramRecord, memory_limit_table, run_case
+from .tasks import CHARACTERS, SYSTEM_PROMPT, TASK_NAMES, Task, extract_code, get_task, suite
+
+__all__ = [
+    "KINDS", "closure_loop_reference", "dual_at_k", "dual_score", "feasible_set", "monotone_closure",
+    "plugin_pass_at_k", "subtask_pass_rate", "unbiased_pass_at_k", "weight_matrix",
+    "CaseResult", "ProgramRecord", "memory_limit_table", "run_case",
+    "CHARACTERS", "SYSTEM_PROMPT", "TASK_NAMES", "Task", "extract_code", "get_task", "suite",
+]

@@ -1,0 +1,179 @@
+"""The dual@k metric of BEST (Shen et al., ICML 2026), as the authors compute it.
+
+Each task is split into a grid of subtasks: time level ``i`` (input scale, rows) by
+space level ``j`` (memory limit, loose to tight, columns). For generation ``k`` the
+binary matrix ``P_k[i, j]`` says whether the code generated for space level ``j``
+passes every test case of scale ``i`` under level ``j``'s memory limit. Then
+
+1. monotone closure (``export_dual_at_k.py``):
+   ``P_k[i, j] <- min(P_k[i, j], P_k[i-1, j], P_k[i, j-1])`` in row-major order, so
+   a harder cell counts only if every easier cell passes:
+   ``C_k[i, j] = min_{i' <= i, j' <= j} P_k[i', j']``;
+2. subtask pass rate ``A[i, j] = mean_k C_k[i, j]`` and its plug-in pass@k,
+   ``A^{(k)} = 1 - (1 - A)^k`` (``process-data/dual_at_k.py``);
+3. feasible set ``F``: cells that at least one standard solution passes (bitwise OR);
+4. weights (0-based ``i, j``) ``W_time = tau^i [j = 0]``, ``W_space = sigma^j [i = 0]``,
+   ``W_comb = tau^i sigma^j`` (``tau = sigma = 1.2`` in the code);
+5. ``dual@k_X = sum_{i,j} W_X[i, j] A^{(k)}[i, j] / sum_{(i,j) in F} W_X[i, j]``,
+   averaged over tasks. Problem-level pass@k is ``1 - (1 - A[0, 0])^k``.
+"""
+
+from __future__ import annotations
+
+from math import comb
+from typing import Literal
+
+import numpy as np
+
+Kind = Literal["time", "space", "comb"]
+KINDS: tuple[str, ...] = ("time", "space", "comb")
+
+
+def _check_binary(P: np.ndarray, name: str = "P") -> np.ndarray:
+    P = np.asarray(P)
+    if P.ndim < 2:
+        raise ValueError(f"{name} must have at least 2 dimensions (..., n_scales, n_levels), got shape {P.shape}")
+    if not np.all((P == 0) | (P == 1)):
+        raise ValueError(f"{name} must be binary (0/1 or bool)")
+    return P.astype(bool)
+
+
+def monotone_closure(P: np.ndarray) -> np.ndarray:
+    """Close a pass matrix downward: ``C[..., i, j] = min_{i' <= i, j' <= j} P[..., i', j']``.
+
+    Equal to the authors' in-place row-major pass
+    ``P[i][j] = min(P[i][j], P[i-1][j], P[i][j-1])``; vectorised as two cumulative minima.
+
+    Parameters
+    ----------
+    P : array of bool, shape (..., n_scales, n_levels)
+
+    Returns
+    -------
+    numpy.ndarray of bool, same shape; ``C <= P`` elementwise.
+    """
+    P = _check_binary(P)
+    return np.minimum.accumulate(np.minimum.accumulate(P, axis=-2), axis=-1)
+
+
+def weight_matrix(kind: Kind, *, tau: float = 1.2, sigma: float = 1.2, shape: tuple[int, int] = (3, 3)) -> np.ndarray:
+    """Weights ``W_time = tau^i [j=0]``, ``W_space = sigma^j [i=0]``, ``W_comb = tau^i sigma^j``.
+
+    Returns
+    -------
+    numpy.ndarray, shape ``shape`` = (n_scales, n_levels)
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind={kind!r}; use one of {KINDS}")
+    if not (tau > 0 and sigma > 0):
+        raise ValueError(f"tau={tau!r} and sigma={sigma!r} must be > 0")
+    n_i, n_j = shape
+    ti = float(tau) ** np.arange(n_i)[:, None]  # (n_i, 1)
+    sj = float(sigma) ** np.arange(n_j)[None, :]  # (1, n_j)
+    if kind == "comb":
+        return ti * sj
+    W = np.zeros((n_i, n_j))
+    if kind == "time":
+        W[:, :1] = ti
+    else:
+        W[:1, :] = sj
+    return W
+
+
+def subtask_pass_rate(P: np.ndarray) -> np.ndarray:
+    """``A[i, j]``: the fraction of generations whose *closed* matrix passes cell ``(i, j)``.
+
+    Parameters
+    ----------
+    P : array of bool, shape (n_generations, n_scales, n_levels)
+    """
+    P = _check_binary(P)
+    if P.ndim != 3 or P.shape[0] == 0:
+        raise ValueError(f"P must have shape (n_generations >= 1, n_scales, n_levels), got {P.shape}")
+    return monotone_closure(P).mean(axis=0)
+
+
+def plugin_pass_at_k(A: np.ndarray, k: int) -> np.ndarray:
+    """Plug-in pass@k of a pass rate: ``1 - (1 - A)^k`` (what the authors use for k = 10)."""
+    if int(k) < 1:
+        raise ValueError(f"k={k!r} must be >= 1")
+    A = np.asarray(A, dtype=float)
+    if np.any((A < 0) | (A > 1)):
+        raise ValueError("A must lie in [0, 1]")
+    return 1.0 - (1.0 - A) ** int(k)
+
+
+def unbiased_pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k of Chen et al. (2021): ``1 - C(n - c, k) / C(n, k)`` (for comparison)."""
+    if not (0 <= c <= n) or not (1 <= k <= n):
+        raise ValueError(f"need 0 <= c <= n and 1 <= k <= n, got n={n}, c={c}, k={k}")
+    return 1.0 - comb(n - c, k) / comb(n, k)
+
+
+def feasible_set(std_P: np.ndarray) -> np.ndarray:
+    """Cells passed by at least one standard solution (bitwise OR, no closure, as the authors).
+
+    Parameters
+    ----------
+    std_P : array of bool, shape (n_standards, n_scales, n_levels)
+    """
+    std_P = _check_binary(std_P, "std_P")
+    if std_P.ndim != 3 or std_P.shape[0] == 0:
+        raise ValueError(f"std_P must have shape (n_standards >= 1, n_scales, n_levels), got {std_P.shape}")
+    return std_P.any(axis=0)
+
+
+def dual_score(A: np.ndarray, feasible: np.ndarray, kind: Kind, *, tau: float = 1.2, sigma: float = 1.2) -> float:
+    """``sum_{i,j} W[i,j] A[i,j] / sum_{(i,j) in F} W[i,j]`` for one task.
+
+    Raises ``ValueError`` when no feasible cell carries weight (the authors' code would
+    divide by zero).
+    """
+    A = np.asarray(A, dtype=float)
+    F = _check_binary(feasible, "feasible")
+    if A.shape != F.shape:
+        raise ValueError(f"A has shape {A.shape}, feasible {F.shape}")
+    W = weight_matrix(kind, tau=tau, sigma=sigma, shape=A.shape)
+    denom = float((W * F).sum())
+    if denom <= 0:
+        raise ValueError(f"no feasible cell has {kind} weight: no standard solution passes the ({kind}) subtasks")
+    return float((W * A).sum() / denom)
+
+
+def dual_at_k(
+    P: np.ndarray, feasible: np.ndarray, k: int = 1, *, tau: float = 1.2, sigma: float = 1.2
+) -> dict[str, float]:
+    """dual@k (time, space, comb) and problem pass@k of one task.
+
+    Parameters
+    ----------
+    P : array of bool, shape (n_generations, n_scales, n_levels)
+        Raw (unclosed) pass matrices, one per generation.
+    feasible : array of bool, shape (n_scales, n_levels)
+        :func:`feasible_set` of the standard solutions.
+    k : int
+        ``k = 1`` uses the pass rates ``A``; larger ``k`` the plug-in ``1 - (1 - A)^k``.
+
+    Returns
+    -------
+    dict
+        ``{"time", "space", "comb", "pass"}``.
+    """
+    A = subtask_pass_rate(P)
+    Ak = plugin_pass_at_k(A, k)
+    out = {kind: dual_score(Ak, feasible, kind, tau=tau, sigma=sigma) for kind in KINDS}
+    out["pass"] = float(Ak[0, 0])
+    return out
+
+
+def closure_loop_reference(P: np.ndarray) -> np.ndarray:
+    """The authors' in-place loop, written out (used as the oracle in the tests)."""
+    C = _check_binary(P).copy()
+    *_, n_i, n_j = C.shape
+    for i in range(n_i):
+        for j in range(n_j):
+            if i > 0:
+                C[..., i, j] = np.minimum(C[..., i, j], C[..., i - 1, j])
+            if j > 0:
+                C[..., i, j] = np.minimum(C[..., i, j], C[..., i, j - 1])
+    return C

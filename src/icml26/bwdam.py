@@ -1,0 +1,867 @@
+r"""Dense associative memory over Gaussians in the 2-Wasserstein (Bures–Wasserstein) geometry.
+
+The memory of Tankala & Balasubramanian [1]_ stores Gaussians :math:`X_i=\mathcal N(\mu_i,\Sigma_i)`,
+:math:`i=1..N`, and retrieves them from a Gaussian query :math:`\xi=\mathcal N(m,\Omega)` by
+descending the log-sum-exp energy
+
+.. math::
+
+    E(\xi) = -\beta^{-1}\log\sum_{i=1}^N \exp\!\big(-\beta\,W_2^2(X_i,\xi)\big),
+
+with the update :math:`\Phi` that pushes :math:`\xi` through the Gibbs-weighted average of
+the optimal-transport maps :math:`T_i` from :math:`\xi` to the :math:`X_i` (Algorithm 1 of [1]_):
+
+.. math::
+
+    w_i(\xi) = \operatorname{softmax}_i\big(-\beta W_2^2(X_i,\xi)\big),\quad
+    m^+ = \sum_i w_i\mu_i,\quad \bar A=\sum_i w_i A_i,\quad \Omega^+=\bar A\,\Omega\,\bar A.
+
+Fixed points are self-consistent weighted Bures–Wasserstein barycenters.
+
+Everything here is numpy and vectorised over stored patterns and queries: one batched
+``numpy.linalg.eigh`` over all (query, pattern) pairs per step, no Python loop over patterns.
+
+Conventions: means have shape ``(..., d)``, covariances ``(..., d, d)``; a "batch" of
+Gaussians is a pair ``(means (n, d), covs (n, d, d))``.
+
+References
+----------
+.. [1] C. Tankala, K. Balasubramanian. "Dense Associative Memory for Gaussian Distributions"
+   (v1: "Dense Associative Memory on the Bures-Wasserstein Space"), ICML 2026, arXiv:2509.23162.
+.. [2] P. C. Álvarez-Esteban, E. del Barrio, J. A. Cuesta-Albertos, C. Matrán. "A fixed-point
+   approach to barycenters in Wasserstein space", J. Math. Anal. Appl. 441 (2016).
+.. [3] H. Ramsauer et al. "Hopfield Networks is All You Need", ICLR 2021 (the Euclidean baseline).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import logsumexp
+
+__all__ = [
+    "check_gaussians",
+    "sqrtm_psd",
+    "bures_wasserstein_distance",
+    "pairwise_bw_sq",
+    "ot_map",
+    "energy",
+    "gibbs_weights",
+    "phi_step",
+    "retrieve",
+    "nearest_pattern",
+    "RetrievalResult",
+    "BWDenseAssociativeMemory",
+    "EuclideanDenseAssociativeMemory",
+    "gaussian_features",
+    "sample_commuting_gaussians",
+    "sample_shared_mean_gaussians",
+    "perturb_gaussians",
+    "sample_covariance_queries",
+    "digits_gaussians",
+    "phi_step_pot_loop",
+    "retrieval_success",
+    "capacity_curve",
+    "capacity_threshold",
+]
+
+EIG_FLOOR = 1e-10  # eigenvalue floor of the query covariance (the authors' code uses the same)
+_CHUNK_ELEMS = 4_000_000  # max floats in one (queries x patterns x d x d) block (32 MB)
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def check_gaussians(means, covs, *, name: str = "covs", psd_tol: float = 1e-9) -> tuple[np.ndarray, np.ndarray]:
+    """Validate and return ``(means, covs)`` as float64 arrays.
+
+    Parameters
+    ----------
+    means : array-like (..., d)
+    covs : array-like (..., d, d)
+        Symmetric positive semi-definite, same leading shape as ``means``.
+    name : str
+        Name used in error messages.
+    psd_tol : float
+        A covariance is rejected when its smallest eigenvalue is below ``-psd_tol * max(1, ||C||)``
+        or when it is asymmetric beyond ``1e-8 * max(1, ||C||)``.
+
+    Raises
+    ------
+    ValueError
+        On a wrong shape, a non-finite entry, an asymmetric or a non-PSD covariance; the message
+        names the offending index and the smallest eigenvalue.
+    """
+    m = np.asarray(means, dtype=float)
+    c = np.asarray(covs, dtype=float)
+    if m.ndim < 1:
+        raise ValueError(f"means must have shape (..., d), got a scalar; pass e.g. np.zeros(d)")
+    d = m.shape[-1]
+    if d < 1:
+        raise ValueError(f"means must have d >= 1 entries in the last axis, got shape {m.shape}")
+    if c.shape != m.shape + (d,):
+        raise ValueError(
+            f"{name} has shape {c.shape} but the means have shape {m.shape}; "
+            f"covariances must have shape {m.shape + (d,)} (one d x d matrix per mean)"
+        )
+    if not (np.all(np.isfinite(m)) and np.all(np.isfinite(c))):
+        raise ValueError(f"means and {name} must be finite (found NaN or inf)")
+    scale = np.maximum(1.0, np.abs(c).max(axis=(-2, -1), initial=0.0))
+    asym = np.abs(c - np.swapaxes(c, -1, -2)).max(axis=(-2, -1), initial=0.0)
+    bad = asym > 1e-8 * scale
+    if np.any(bad):
+        idx = np.argwhere(np.atleast_1d(bad))[0]
+        raise ValueError(f"{name}[{', '.join(map(str, idx))}] is not symmetric (max |C - C^T| = {np.max(asym):.3g})")
+    lam_min = np.linalg.eigvalsh(c)[..., 0]
+    bad = lam_min < -psd_tol * scale
+    if np.any(bad):
+        idx = tuple(np.argwhere(np.atleast_1d(bad))[0])
+        raise ValueError(
+            f"{name}[{', '.join(map(str, idx))}] is not positive semi-definite: smallest eigenvalue "
+            f"{np.atleast_1d(lam_min)[idx]:.3g}; a covariance must be symmetric with eigenvalues >= 0"
+        )
+    return m, c
+
+
+def _check_beta(beta: float) -> float:
+    if not np.isfinite(beta) or beta <= 0:
+        raise ValueError(f"beta={beta!r} is not valid; the inverse temperature must be a finite number > 0")
+    return float(beta)
+
+
+# --------------------------------------------------------------------------- matrix functions
+
+
+def _sym(a: np.ndarray) -> np.ndarray:
+    return 0.5 * (a + np.swapaxes(a, -1, -2))
+
+
+def sqrtm_psd(c: np.ndarray, *, inverse: bool = False, floor: float = 0.0) -> np.ndarray:
+    r"""Principal square root (or inverse square root) of symmetric PSD matrices, batched.
+
+    :math:`C^{1/2} = V\operatorname{diag}(\sqrt{\lambda})V^\top` from ``numpy.linalg.eigh``,
+    eigenvalues clipped at ``floor`` (and at 0).
+
+    Parameters
+    ----------
+    c : array (..., d, d)
+    inverse : bool
+        Return :math:`C^{-1/2}` instead (then ``floor`` should be > 0).
+    floor : float
+        Lower clip of the eigenvalues.
+    """
+    lam, v = np.linalg.eigh(_sym(c))  # (..., d), (..., d, d)
+    lam = np.maximum(lam, max(floor, 0.0))
+    f = 1.0 / np.sqrt(lam) if inverse else np.sqrt(lam)
+    return _sym((v * f[..., None, :]) @ np.swapaxes(v, -1, -2))
+
+
+# --------------------------------------------------------------------------- distances and maps
+
+
+def bures_wasserstein_distance(m1, C1, m2, C2, *, squared: bool = False, validate: bool = True) -> np.ndarray:
+    r"""2-Wasserstein distance between Gaussians, elementwise over broadcast batches.
+
+    .. math::
+
+        W_2^2(\mathcal N(m_1,C_1),\mathcal N(m_2,C_2)) = \|m_1-m_2\|^2
+        + \operatorname{tr}\big(C_1 + C_2 - 2(C_2^{1/2} C_1 C_2^{1/2})^{1/2}\big)
+
+    (the Bures–Wasserstein formula, eq. (1) of [1]_).
+
+    Parameters
+    ----------
+    m1, m2 : array (..., d)
+    C1, C2 : array (..., d, d)
+    squared : bool
+        Return :math:`W_2^2` instead of :math:`W_2`.
+
+    Returns
+    -------
+    array (...,)
+    """
+    if validate:
+        m1, C1 = check_gaussians(m1, C1, name="C1")
+        m2, C2 = check_gaussians(m2, C2, name="C2")
+        if m1.shape[-1] != m2.shape[-1]:
+            raise ValueError(f"dimension mismatch: d={m1.shape[-1]} vs d={m2.shape[-1]}")
+    s2 = sqrtm_psd(C2)
+    lam = np.linalg.eigvalsh(_sym(s2 @ C1 @ s2))  # (..., d)
+    cross = np.sqrt(np.maximum(lam, 0.0)).sum(-1)
+    w2 = ((m1 - m2) ** 2).sum(-1) + np.trace(C1, axis1=-2, axis2=-1) + np.trace(C2, axis1=-2, axis2=-1) - 2 * cross
+    w2 = np.maximum(w2, 0.0)
+    return w2 if squared else np.sqrt(w2)
+
+
+def pairwise_bw_sq(m1, C1, m2, C2, *, validate: bool = True) -> np.ndarray:
+    r"""All pairwise squared Bures–Wasserstein distances :math:`W_2^2(\mathcal N_a, \mathcal N_b)`.
+
+    Parameters
+    ----------
+    m1 : array (Q, d); C1 : array (Q, d, d)
+    m2 : array (N, d); C2 : array (N, d, d)
+
+    Returns
+    -------
+    array (Q, N)
+        Computed in blocks of queries so that memory stays bounded; one batched ``eigvalsh``.
+    """
+    if validate:
+        m1, C1 = check_gaussians(m1, C1, name="C1")
+        m2, C2 = check_gaussians(m2, C2, name="C2")
+    if m1.ndim != 2 or m2.ndim != 2 or m1.shape[1] != m2.shape[1]:
+        raise ValueError(f"pairwise_bw_sq needs means of shapes (Q, d) and (N, d), got {m1.shape} and {m2.shape}")
+    Q, d = m1.shape
+    N = m2.shape[0]
+    s2 = sqrtm_psd(C2)  # (N, d, d)
+    tr1, tr2 = np.trace(C1, axis1=1, axis2=2), np.trace(C2, axis1=1, axis2=2)
+    out = np.empty((Q, N))
+    step = max(1, _CHUNK_ELEMS // max(1, N * d * d))
+    for a in range(0, Q, step):
+        b = min(Q, a + step)
+        M = s2[None] @ C1[a:b, None] @ s2[None]  # (q, N, d, d)
+        cross = np.sqrt(np.maximum(np.linalg.eigvalsh(_sym(M)), 0.0)).sum(-1)  # (q, N)
+        mean_sq = ((m1[a:b, None, :] - m2[None, :, :]) ** 2).sum(-1)  # (q, N)
+        out[a:b] = mean_sq + tr1[a:b, None] + tr2[None, :] - 2 * cross
+    return np.maximum(out, 0.0)
+
+
+def ot_map(m1, C1, m2, C2, *, validate: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    r"""Optimal-transport (Monge) map from :math:`\mathcal N(m_1,C_1)` to :math:`\mathcal N(m_2,C_2)`.
+
+    :math:`T(x) = A x + b` with
+
+    .. math::
+
+        A = C_1^{-1/2}\big(C_1^{1/2} C_2 C_1^{1/2}\big)^{1/2} C_1^{-1/2},\qquad b = m_2 - A m_1,
+
+    equal to the paper's :math:`A_i=\Sigma_i^{1/2}(\Sigma_i^{1/2}\Omega\Sigma_i^{1/2})^{-1/2}\Sigma_i^{1/2}`
+    when both covariances are positive definite (Sec. 3 of [1]_). ``C1`` must be positive definite.
+
+    Returns
+    -------
+    A : array (..., d, d) symmetric positive semi-definite
+    b : array (..., d)
+    """
+    if validate:
+        m1, C1 = check_gaussians(m1, C1, name="C1")
+        m2, C2 = check_gaussians(m2, C2, name="C2")
+        if np.any(np.linalg.eigvalsh(C1)[..., 0] <= 0):
+            raise ValueError("C1 must be positive definite for the OT map from N(m1, C1) to exist")
+    s1 = sqrtm_psd(C1)
+    s1i = sqrtm_psd(C1, inverse=True, floor=EIG_FLOOR)
+    A = _sym(s1i @ sqrtm_psd(s1 @ C2 @ s1) @ s1i)
+    b = m2 - (A @ m1[..., None])[..., 0]
+    return A, b
+
+
+# --------------------------------------------------------------------------- energy and update
+
+
+def energy(dist_sq: np.ndarray, beta: float) -> np.ndarray:
+    r"""Log-sum-exp energy :math:`E=-\beta^{-1}\log\sum_i e^{-\beta d_i}` from squared distances.
+
+    Parameters
+    ----------
+    dist_sq : array (..., N)
+        :math:`W_2^2(X_i, \xi)` for each stored pattern (last axis).
+    beta : float > 0
+
+    Returns
+    -------
+    array (...,)
+    """
+    beta = _check_beta(beta)
+    return -logsumexp(-beta * np.asarray(dist_sq, dtype=float), axis=-1) / beta
+
+
+def gibbs_weights(dist_sq: np.ndarray, beta: float) -> np.ndarray:
+    r"""Gibbs (softmax) weights :math:`w_i=\exp(-\beta d_i)/\sum_j\exp(-\beta d_j)`, stable in log space.
+
+    Returns
+    -------
+    array (..., N), rows summing to 1.
+    """
+    beta = _check_beta(beta)
+    z = -beta * np.asarray(dist_sq, dtype=float)
+    return np.exp(z - logsumexp(z, axis=-1, keepdims=True))
+
+
+def _phi_block(m, Om, mus, Sig, beta, frozen_w=None):
+    """One Φ step for a block of queries; no validation. Returns (m+, Om+, dist_sq, weights)."""
+    q, d = m.shape
+    lam, V = np.linalg.eigh(_sym(Om))  # (q, d), (q, d, d)
+    lam = np.maximum(lam, EIG_FLOOR)
+    Vt = np.swapaxes(V, -1, -2)
+    s = (V * np.sqrt(lam)[:, None, :]) @ Vt  # Ω^{1/2}   (q, d, d)
+    si = (V / np.sqrt(lam)[:, None, :]) @ Vt  # Ω^{-1/2}  (q, d, d)
+    K = s[:, None] @ Sig[None] @ s[:, None]  # Ω^{1/2} Σ_i Ω^{1/2}   (q, N, d, d)
+    mu_k, U = np.linalg.eigh(_sym(K))  # (q, N, d), (q, N, d, d)
+    rk = np.sqrt(np.maximum(mu_k, 0.0))
+    cross = rk.sum(-1)  # tr K^{1/2} = tr (Σ^{1/2} Ω Σ^{1/2})^{1/2}   (q, N)
+    dist_sq = (
+        ((m[:, None, :] - mus[None]) ** 2).sum(-1)
+        + np.trace(Om, axis1=1, axis2=2)[:, None]
+        + np.trace(Sig, axis1=1, axis2=2)[None, :]
+        - 2 * cross
+    )
+    dist_sq = np.maximum(dist_sq, 0.0)  # (q, N)
+    w = gibbs_weights(dist_sq, beta) if frozen_w is None else frozen_w
+    # Σ_i w_i K_i^{1/2} without forming each K_i^{1/2}: U diag(w sqrt(mu)) U^T summed over i
+    Kbar = np.einsum("qnab,qnb,qncb->qac", U, w[:, :, None] * rk, U)  # (q, d, d)
+    Abar = _sym(si @ Kbar @ si)  # Σ_i w_i A_i   (q, d, d)
+    m_new = w @ mus  # (q, d)
+    Om_new = _sym(Abar @ Om @ Abar)
+    lo = np.linalg.eigvalsh(Om_new)[:, 0]
+    shift = np.where(lo < EIG_FLOOR, EIG_FLOOR - lo, 0.0)
+    Om_new = Om_new + shift[:, None, None] * np.eye(d)
+    return m_new, Om_new, dist_sq, w
+
+
+def phi_step(means, covs, mus, Sigmas, beta: float, *, weights=None, validate: bool = True):
+    r"""One retrieval step :math:`\xi^+=\Phi(\xi)` (Algorithm 1 of [1]_) for a batch of queries.
+
+    .. math::
+
+        m^+=\sum_i w_i\mu_i,\qquad \Omega^+=\bar A\,\Omega\,\bar A,\qquad
+        \bar A=\sum_i w_i A_i,\quad A_i=\Omega^{-1/2}(\Omega^{1/2}\Sigma_i\Omega^{1/2})^{1/2}\Omega^{-1/2},
+
+    with :math:`w=\operatorname{softmax}(-\beta W_2^2(X_\cdot,\xi))`. The result is symmetrised and its
+    eigenvalues are floored at ``1e-10`` as in the authors' code. With ``weights`` given (fixed),
+    the step is one iteration of the fixed-point barycenter algorithm of [2]_.
+
+    Parameters
+    ----------
+    means : array (Q, d) or (d,); covs : array (Q, d, d) or (d, d)
+        Queries :math:`\xi=\mathcal N(m,\Omega)`.
+    mus : array (N, d); Sigmas : array (N, d, d)
+        Stored patterns.
+    beta : float > 0
+    weights : array (Q, N) or (N,), optional
+        Fixed weights instead of the Gibbs weights.
+
+    Returns
+    -------
+    means_new, covs_new : arrays shaped like the input
+    dist_sq : array (Q, N) (or (N,))
+        :math:`W_2^2(X_i,\xi)` at the *input* state (so ``energy(dist_sq, beta)`` is :math:`E(\xi)`).
+    weights : array (Q, N) (or (N,))
+    """
+    beta = _check_beta(beta)
+    single = np.ndim(means) == 1
+    if validate:
+        means, covs = check_gaussians(means, covs, name="covs")
+        mus, Sigmas = check_gaussians(mus, Sigmas, name="Sigmas")
+    m = np.atleast_2d(means)
+    Om = covs.reshape(m.shape + (m.shape[-1],))
+    if mus.ndim != 2 or mus.shape[1] != m.shape[1]:
+        raise ValueError(f"stored means must have shape (N, {m.shape[1]}), got {mus.shape}")
+    w = None if weights is None else np.atleast_2d(np.asarray(weights, dtype=float))
+    if w is not None and w.shape != (m.shape[0], mus.shape[0]):
+        raise ValueError(f"weights must have shape {(m.shape[0], mus.shape[0])}, got {w.shape}")
+    outs = [[], [], [], []]
+    N, d = mus.shape
+    step = max(1, _CHUNK_ELEMS // max(1, N * d * d))
+    for a in range(0, m.shape[0], step):
+        b = min(m.shape[0], a + step)
+        res = _phi_block(m[a:b], Om[a:b], mus, Sigmas, beta, None if w is None else w[a:b])
+        for o, r in zip(outs, res):
+            o.append(r)
+    mn, On, ds, ww = (np.concatenate(o) for o in outs)
+    if single:
+        return mn[0], On[0], ds[0], ww[0]
+    return mn, On, ds, ww
+
+
+@dataclass
+class RetrievalResult:
+    """Output of :func:`retrieve`.
+
+    Attributes
+    ----------
+    means : array (Q, d), covs : array (Q, d, d)
+        Final states.
+    n_iter : array (Q,) of int
+        Φ steps applied to each query before it met the tolerance (or ``max_iter``).
+    path_means : array (T+1, Q, d), path_covs : array (T+1, Q, d, d)
+        States along the iteration (index 0 is the query); a converged query stays put.
+    path_energy : array (T+1, Q) or None
+        Energy :math:`E(\\xi_t)` along the iteration (with ``track_energy=True``).
+    """
+
+    means: np.ndarray
+    covs: np.ndarray
+    n_iter: np.ndarray
+    path_means: np.ndarray
+    path_covs: np.ndarray
+    path_energy: np.ndarray | None
+
+
+def retrieve(means, covs, mus, Sigmas, beta: float, *, max_iter: int = 10, tol: float = 1e-6,
+             track_energy: bool = False, validate: bool = True) -> RetrievalResult:
+    r"""Iterate :math:`\xi\leftarrow\Phi(\xi)` until :math:`W_2(\xi_t,\xi_{t+1})<` ``tol`` or ``max_iter`` steps.
+
+    This is the retrieval dynamics of [1]_ (authors' defaults: ``tol=1e-6``, 10 iterations), run for a
+    batch of queries at once; a query that has converged is frozen (the authors return its last state).
+
+    Parameters
+    ----------
+    means : array (Q, d); covs : array (Q, d, d)
+    mus : array (N, d); Sigmas : array (N, d, d)
+    beta : float > 0
+    max_iter : int >= 1
+    tol : float >= 0
+    track_energy : bool
+        Also compute :math:`E(\xi_t)` at every state of the path (one more batched distance call).
+
+    Returns
+    -------
+    RetrievalResult
+    """
+    beta = _check_beta(beta)
+    if int(max_iter) != max_iter or max_iter < 1:
+        raise ValueError(f"max_iter={max_iter!r} must be an integer >= 1")
+    if not np.isfinite(tol) or tol < 0:
+        raise ValueError(f"tol={tol!r} must be a finite number >= 0")
+    if validate:
+        means, covs = check_gaussians(means, covs, name="covs")
+        mus, Sigmas = check_gaussians(mus, Sigmas, name="Sigmas")
+    m = np.array(np.atleast_2d(means), dtype=float)
+    Om = np.array(covs, dtype=float).reshape(m.shape + (m.shape[-1],))
+    Q, d = m.shape
+    active = np.ones(Q, dtype=bool)
+    n_iter = np.zeros(Q, dtype=int)
+    pm, pc = [m.copy()], [Om.copy()]
+    for _ in range(int(max_iter)):
+        idx = np.flatnonzero(active)
+        if idx.size:
+            mn, On, _, _ = phi_step(m[idx], Om[idx], mus, Sigmas, beta, validate=False)
+            moved = bures_wasserstein_distance(m[idx], Om[idx], mn, On, validate=False)
+            m[idx], Om[idx] = mn, On
+            n_iter[idx] += 1
+            active[idx[moved < tol]] = False
+        pm.append(m.copy())
+        pc.append(Om.copy())
+    path_m, path_c = np.stack(pm), np.stack(pc)  # (T+1, Q, d), (T+1, Q, d, d)
+    path_e = None
+    if track_energy:
+        T1 = path_m.shape[0]
+        ds = pairwise_bw_sq(path_m.reshape(T1 * Q, d), path_c.reshape(T1 * Q, d, d), mus, Sigmas, validate=False)
+        path_e = energy(ds, beta).reshape(T1, Q)
+    return RetrievalResult(m, Om, n_iter, path_m, path_c, path_e)
+
+
+def nearest_pattern(means, covs, mus, Sigmas, *, validate: bool = True) -> np.ndarray:
+    """Index of the stored Gaussian nearest (in :math:`W_2`) to each query; shape (Q,)."""
+    return np.argmin(pairwise_bw_sq(means, covs, mus, Sigmas, validate=validate), axis=1)
+
+
+# --------------------------------------------------------------------------- estimators
+
+
+class BWDenseAssociativeMemory:
+    r"""Dense associative memory over Gaussians with Bures–Wasserstein geometry [1]_.
+
+    Parameters
+    ----------
+    beta : float > 0
+        Inverse temperature of the Gibbs weights (the energy uses :math:`W_2^2` without a 1/2).
+    max_iter : int
+        Maximum Φ steps (authors: 10).
+    tol : float
+        Stop when :math:`W_2(\xi_t,\xi_{t+1})<` tol (authors: 1e-6).
+
+    Attributes
+    ----------
+    means_ : array (N, d), covs_ : array (N, d, d)
+        Stored patterns.
+    """
+
+    def __init__(self, beta: float = 1.0, *, max_iter: int = 10, tol: float = 1e-6):
+        self.beta = beta
+        self.max_iter = max_iter
+        self.tol = tol
+
+    def fit(self, means, covs) -> "BWDenseAssociativeMemory":
+        """Store the Gaussians ``N(means[i], covs[i])``; returns self."""
+        _check_beta(self.beta)
+        m, c = check_gaussians(means, covs, name="covs")
+        if m.ndim != 2:
+            raise ValueError(f"fit needs means of shape (N, d), got {m.shape}")
+        self.means_, self.covs_ = m, c
+        return self
+
+    def energy(self, means, covs) -> np.ndarray:
+        """Energy :math:`E(\\xi)` of each query; shape (Q,)."""
+        return energy(pairwise_bw_sq(np.atleast_2d(means), np.reshape(covs, (-1,) + np.shape(self.covs_)[1:]),
+                                     self.means_, self.covs_), self.beta)
+
+    def retrieve(self, means, covs) -> RetrievalResult:
+        """Run the retrieval dynamics from each query (see :func:`retrieve`)."""
+        return retrieve(means, covs, self.means_, self.covs_, self.beta, max_iter=self.max_iter, tol=self.tol)
+
+    def predict(self, means, covs) -> np.ndarray:
+        """Index of the stored pattern nearest (in :math:`W_2`) to each retrieved state."""
+        r = self.retrieve(means, covs)
+        return nearest_pattern(r.means, r.covs, self.means_, self.covs_, validate=False)
+
+
+class EuclideanDenseAssociativeMemory:
+    r"""Euclidean dense associative memory (modern Hopfield network) on feature vectors [3]_.
+
+    Energy :math:`E(x)=-\beta^{-1}\log\sum_i\exp(-\beta\|x-p_i\|^2)`, update
+    :math:`x\leftarrow\sum_i\operatorname{softmax}_i(-\beta\|x-p_i\|^2)\,p_i` — the vector analogue of
+    :func:`phi_step`, used in [1]_ as the baseline on means (or means ⊕ vectorised covariances, see
+    :func:`gaussian_features`).
+
+    Parameters
+    ----------
+    beta : float > 0
+    max_iter : int
+    tol : float
+        Stop when :math:`\|x_t-x_{t+1}\|<` tol.
+    """
+
+    def __init__(self, beta: float = 1.0, *, max_iter: int = 10, tol: float = 1e-6):
+        self.beta = beta
+        self.max_iter = max_iter
+        self.tol = tol
+
+    def fit(self, X) -> "EuclideanDenseAssociativeMemory":
+        """Store the rows of ``X`` (N, p); returns self."""
+        _check_beta(self.beta)
+        X = np.asarray(X, dtype=float)
+        if X.ndim != 2 or not np.all(np.isfinite(X)):
+            raise ValueError(f"X must be a finite array of shape (N, p), got shape {X.shape}")
+        self.patterns_ = X
+        self._sq = (X**2).sum(1)
+        return self
+
+    def _dist_sq(self, Xq: np.ndarray) -> np.ndarray:
+        d = (Xq**2).sum(1)[:, None] + self._sq[None, :] - 2 * Xq @ self.patterns_.T  # (Q, N)
+        return np.maximum(d, 0.0)
+
+    def energy(self, Xq) -> np.ndarray:
+        """Energy of each query row; shape (Q,)."""
+        return energy(self._dist_sq(np.atleast_2d(np.asarray(Xq, dtype=float))), self.beta)
+
+    def retrieve(self, Xq, *, return_path: bool = False):
+        """Iterate the update from each query row; returns the final states (Q, p) (and the path)."""
+        x = np.array(np.atleast_2d(Xq), dtype=float)
+        if x.shape[1] != self.patterns_.shape[1]:
+            raise ValueError(f"queries have {x.shape[1]} features, the memory stores {self.patterns_.shape[1]}")
+        active = np.ones(len(x), dtype=bool)
+        path = [x.copy()]
+        for _ in range(int(self.max_iter)):
+            idx = np.flatnonzero(active)
+            if idx.size:
+                xn = gibbs_weights(self._dist_sq(x[idx]), self.beta) @ self.patterns_
+                moved = np.linalg.norm(xn - x[idx], axis=1)
+                x[idx] = xn
+                active[idx[moved < self.tol]] = False
+            path.append(x.copy())
+        return (x, np.stack(path)) if return_path else x
+
+    def predict(self, Xq) -> np.ndarray:
+        """Index of the stored row nearest (Euclidean) to each retrieved state."""
+        return np.argmin(self._dist_sq(self.retrieve(Xq)), axis=1)
+
+
+def gaussian_features(means, covs, *, mode: str = "mean") -> np.ndarray:
+    """Vectors for the Euclidean baseline: ``"mean"`` -> m (n, d); ``"mean+cov"`` -> m ⊕ vec(C) (n, d + d²).
+
+    With ``"mean+cov"`` the squared Euclidean distance is ``||m1-m2||² + ||C1-C2||_F²``.
+    """
+    m = np.asarray(means, dtype=float)
+    c = np.asarray(covs, dtype=float)
+    if mode == "mean":
+        return m.copy()
+    if mode == "mean+cov":
+        return np.concatenate([m, c.reshape(m.shape[0], -1)], axis=1)
+    raise ValueError(f"mode={mode!r} is not valid; use 'mean' or 'mean+cov'")
+
+
+# --------------------------------------------------------------------------- data
+
+
+def _rng(random_state) -> np.random.Generator:
+    return random_state if isinstance(random_state, np.random.Generator) else np.random.default_rng(random_state)
+
+
+def _random_orthogonal(d: int, size: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+    """Haar-random orthogonal matrices (size..., d, d) via QR with sign correction."""
+    q, r = np.linalg.qr(rng.standard_normal(size + (d, d)))
+    return q * np.sign(np.diagonal(r, axis1=-2, axis2=-1))[..., None, :]
+
+
+def sample_commuting_gaussians(n: int, d: int, *, radius: float | None = None, lambda_min: float = 1.0,
+                               lambda_max: float = 1.1, commuting: bool = True,
+                               random_state=None) -> tuple[np.ndarray, np.ndarray]:
+    r"""Gaussians on a Wasserstein sphere (Algorithm 2 of [1]_).
+
+    Every pattern has :math:`\|\mu_i\|^2=R^2/2` (uniform direction) and
+    :math:`\Sigma_i=U\operatorname{diag}(\lambda_i)U^\top` with :math:`\lambda_{ij}\in[\lambda_{\min},\lambda_{\max}]`
+    and :math:`\sum_j\lambda_{ij}=R^2/2` (rejection sampling on the last eigenvalue, then a random
+    permutation), so that :math:`W_2(X_i,\delta_0)=R` for all i. ``U`` is one shared random
+    orthogonal basis (covariances commute); with ``commuting=False`` each pattern gets its own.
+
+    The paper's default :math:`R=\sqrt{2d}` puts the eigenvalue sum at exactly :math:`d\lambda_{\min}=d`,
+    a set of probability zero for the rejection sampler (the authors' loop never ends for d >= 3).
+    Our default is the nearest feasible choice, :math:`R^2/2 = d(\lambda_{\min}+\lambda_{\max})/2`
+    (:math:`R=\sqrt{2.1d}` for the default bounds).
+
+    Returns
+    -------
+    means : array (n, d), covs : array (n, d, d)
+    """
+    if int(n) != n or n < 1 or int(d) != d or d < 1:
+        raise ValueError(f"n={n!r} and d={d!r} must be positive integers")
+    if not 0 < lambda_min <= lambda_max:
+        raise ValueError(f"need 0 < lambda_min <= lambda_max, got {lambda_min}, {lambda_max}")
+    rng = _rng(random_state)
+    if radius is None:
+        radius = np.sqrt(d * (lambda_min + lambda_max))
+    target = radius**2 / 2
+    tol = 1e-9 * d * lambda_max  # float slack: (sqrt(2d))**2 / 2 is not exactly d
+    degenerate = lambda_min == lambda_max or d == 1
+    if lambda_min == lambda_max:
+        feasible = abs(target - d * lambda_min) <= tol
+    elif d == 1:
+        feasible = lambda_min <= target <= lambda_max
+    else:
+        feasible = d * lambda_min + tol < target < d * lambda_max - tol
+    if not feasible:
+        raise ValueError(
+            f"radius={radius!r} is infeasible: R^2/2 = {target:.4g} must lie strictly inside "
+            f"(d*lambda_min, d*lambda_max) = ({d * lambda_min:.4g}, {d * lambda_max:.4g}); at an end point "
+            f"the eigenvalues are forced and rejection sampling never accepts (the paper's R = sqrt(2d))"
+        )
+    if degenerate:
+        lams = np.full((n, d), target / d)
+    else:
+        lams = np.empty((0, d))
+        for _ in range(10_000):  # vectorised rejection sampling of the eigenvalues
+            if lams.shape[0] >= n:
+                break
+            k = max(256, 8 * (n - lams.shape[0]))
+            head = rng.uniform(lambda_min, lambda_max, size=(k, d - 1))
+            last = target - head.sum(1, keepdims=True)
+            ok = ((last >= lambda_min) & (last <= lambda_max))[:, 0]
+            lams = np.concatenate([lams, np.concatenate([head, last], 1)[ok]])
+        else:
+            raise RuntimeError(f"rejection sampling accepted only {lams.shape[0]} of {n} spectra; "
+                               f"move R^2/2 = {target:.4g} away from the ends of the feasible interval")
+    lams = rng.permuted(lams[:n], axis=1)
+    U = _random_orthogonal(d, () if commuting else (n,), rng)
+    covs = _sym((U * lams[:, None, :]) @ np.swapaxes(U, -1, -2))
+    g = rng.standard_normal((n, d))
+    means = g / np.linalg.norm(g, axis=1, keepdims=True) * np.sqrt(target)
+    return means, covs
+
+
+def sample_shared_mean_gaussians(n: int, d: int, *, lambda_min: float = 0.25, lambda_max: float = 4.0,
+                                 random_state=None) -> tuple[np.ndarray, np.ndarray]:
+    r"""Gaussians that share the mean 0 and differ only in covariance (the "geometric" case).
+
+    :math:`\Sigma_i=Q_i\operatorname{diag}(\lambda_i)Q_i^\top` with Haar-random :math:`Q_i` and
+    log-uniform eigenvalues in ``[lambda_min, lambda_max]``. All information is in the covariance, so
+    a memory that only sees means cannot tell the patterns apart.
+
+    Returns
+    -------
+    means : array (n, d) of zeros, covs : array (n, d, d)
+    """
+    if int(n) != n or n < 1 or int(d) != d or d < 1:
+        raise ValueError(f"n={n!r} and d={d!r} must be positive integers")
+    if not 0 < lambda_min <= lambda_max:
+        raise ValueError(f"need 0 < lambda_min <= lambda_max, got {lambda_min}, {lambda_max}")
+    rng = _rng(random_state)
+    lams = np.exp(rng.uniform(np.log(lambda_min), np.log(lambda_max), size=(n, d)))
+    Qm = _random_orthogonal(d, (n,), rng)
+    covs = _sym((Qm * lams[:, None, :]) @ np.swapaxes(Qm, -1, -2))
+    return np.zeros((n, d)), covs
+
+
+def perturb_gaussians(means, covs, radius: float, *, cov_scale: float = 0.1,
+                      random_state=None) -> tuple[np.ndarray, np.ndarray]:
+    r"""The paper's query model (``perturb_gaussian`` of the authors' code), vectorised.
+
+    The mean moves by :math:`r/\sqrt2` in a uniform random direction; the covariance becomes
+    :math:`\Sigma + c\,P` with :math:`P=WW^\top` (Gaussian :math:`W`) rescaled to
+    :math:`\operatorname{tr}P=r^2/2` and :math:`c=` ``cov_scale`` (0.1 in the authors' code, so the
+    realised :math:`W_2` to the original is a bit below :math:`r`; measure it with
+    :func:`bures_wasserstein_distance`).
+
+    Returns
+    -------
+    means : array (n, d), covs : array (n, d, d)
+    """
+    if not np.isfinite(radius) or radius < 0:
+        raise ValueError(f"radius={radius!r} must be a finite number >= 0")
+    m, c = check_gaussians(means, covs, name="covs")
+    m, c = np.atleast_2d(m), c.reshape(np.atleast_2d(m).shape + (m.shape[-1],))
+    n, d = m.shape
+    rng = _rng(random_state)
+    g = rng.standard_normal((n, d))
+    m_new = m + g / np.linalg.norm(g, axis=1, keepdims=True) * (radius / np.sqrt(2))
+    W = rng.standard_normal((n, d, d))
+    P = W @ np.swapaxes(W, -1, -2)
+    P *= (radius**2 / 2) / np.trace(P, axis1=1, axis2=2)[:, None, None]
+    c_new = _sym(c + cov_scale * P)
+    return m_new, c_new
+
+
+def digits_gaussians(n_components: int = 8, n_neighbors: int = 10, ridge: float = 0.05,
+                     n_patterns: int | None = None, random_state=None):
+    r"""Gaussian embeddings of scikit-learn's bundled 8x8 digits (a stand-in for the paper's image embeddings).
+
+    Images are standardised per pixel and projected to ``n_components`` principal components; image k
+    becomes :math:`\mathcal N(x_k, \widehat{\mathrm{Cov}}(\text{its } n\_neighbors \text{ nearest same-class
+    images}) + \text{ridge}\cdot I)` — a mean with a local, class-aware uncertainty ellipsoid. With
+    ``n_patterns`` a random subset (without replacement) is returned.
+
+    Returns
+    -------
+    means : array (n, n_components), covs : array (n, n_components, n_components), labels : array (n,)
+    """
+    from sklearn.datasets import load_digits
+    from sklearn.decomposition import PCA
+    from sklearn.preprocessing import StandardScaler
+
+    if n_neighbors < 2:
+        raise ValueError(f"n_neighbors={n_neighbors!r} must be >= 2 to estimate a covariance")
+    X, y = load_digits(return_X_y=True)
+    Z = PCA(n_components=n_components, random_state=0).fit_transform(StandardScaler().fit_transform(X))
+    Z = Z / np.sqrt(Z.var(0).sum() / n_components)  # unit average variance per component
+    n, p = Z.shape
+    covs = np.empty((n, p, p))
+    for label in np.unique(y):  # 10 classes: a loop over classes, not data points
+        idx = np.flatnonzero(y == label)
+        Zc = Z[idx]
+        D = ((Zc[:, None, :] - Zc[None, :, :]) ** 2).sum(-1)  # (nc, nc)
+        nb = np.argsort(D, axis=1)[:, :n_neighbors]  # includes the point itself
+        G = Zc[nb]  # (nc, k, p)
+        G = G - G.mean(1, keepdims=True)
+        covs[idx] = np.einsum("nki,nkj->nij", G, G) / (n_neighbors - 1)
+    covs += ridge * np.eye(p)
+    means, labels = Z, y
+    if n_patterns is not None:
+        sel = _rng(random_state).choice(n, size=int(n_patterns), replace=False)
+        means, covs, labels = means[sel], covs[sel], labels[sel]
+    return means, _sym(covs), labels
+
+
+def sample_covariance_queries(means, covs, n_samples: int, *, random_state=None) -> tuple[np.ndarray, np.ndarray]:
+    r"""Queries estimated from data: the empirical mean and covariance (ddof=1) of ``n_samples`` draws.
+
+    A natural "uncertain" query for a stored Gaussian :math:`\mathcal N(\mu_i,\Sigma_i)`: its sample
+    covariance is Wishart, :math:`\hat\Sigma\sim W_d(\Sigma_i/(n-1), n-1)`, and its mean is
+    :math:`\mathcal N(\mu_i,\Sigma_i/n)`. Vectorised over the Gaussians.
+
+    Returns
+    -------
+    means : array (n, d), covs : array (n, d, d)
+    """
+    if int(n_samples) != n_samples or n_samples < 2:
+        raise ValueError(f"n_samples={n_samples!r} must be an integer >= 2")
+    m, c = check_gaussians(means, covs, name="covs")
+    m = np.atleast_2d(m)
+    c = c.reshape(m.shape + (m.shape[-1],))
+    rng = _rng(random_state)
+    Z = rng.standard_normal((m.shape[0], int(n_samples), m.shape[1]))  # (n, s, d)
+    X = m[:, None, :] + Z @ sqrtm_psd(c)  # (n, s, d): rows ~ N(m, C)
+    mh = X.mean(1)
+    Xc = X - mh[:, None, :]
+    return mh, _sym(np.swapaxes(Xc, 1, 2) @ Xc / (n_samples - 1))
+
+
+# --------------------------------------------------------------------------- references and experiment helpers
+
+
+def phi_step_pot_loop(mean, cov, mus, Sigmas, beta: float):
+    """The same Φ step as :func:`phi_step` for one query, written as a Python loop of POT calls.
+
+    ``ot.gaussian.bures_wasserstein_distance`` and ``ot.gaussian.bures_wasserstein_mapping`` once per
+    stored pattern, then the Gibbs weights and the weighted average map. The reference for tests and
+    the baseline of the chapter's benchmark (POT is imported lazily).
+
+    Returns
+    -------
+    mean_new : array (d,), cov_new : array (d, d)
+    """
+    import ot
+
+    beta = _check_beta(beta)
+    d = mean.shape[0]
+    ds = np.empty(len(mus))
+    A_list = []
+    for i in range(len(mus)):  # the loop this module avoids
+        ds[i] = float(ot.gaussian.bures_wasserstein_distance(mean, mus[i], cov, Sigmas[i])) ** 2
+        A, _ = ot.gaussian.bures_wasserstein_mapping(mean[None], mus[i][None], cov, Sigmas[i])
+        A_list.append(A)
+    w = gibbs_weights(ds, beta)
+    Abar = sum(wi * Ai for wi, Ai in zip(w, A_list))
+    cov_new = _sym(Abar @ cov @ Abar)
+    lo = np.linalg.eigvalsh(cov_new)[0]
+    if lo < EIG_FLOOR:
+        cov_new = cov_new + (EIG_FLOOR - lo) * np.eye(d)
+    return w @ mus, cov_new
+
+
+def retrieval_success(mus, Sigmas, q_means, q_covs, targets, beta: float, *, method: str = "bw",
+                      max_iter: int = 10, tol: float = 1e-6) -> np.ndarray:
+    """Per-query success (bool array (Q,)): the stored pattern nearest to the retrieved state is the target.
+
+    ``method``: ``"bw"`` (this paper's memory, nearest in :math:`W_2`), ``"mean"`` or ``"mean+cov"``
+    (the Euclidean memory on :func:`gaussian_features`, nearest in Euclidean distance).
+    """
+    targets = np.asarray(targets)
+    if method == "bw":
+        mem = BWDenseAssociativeMemory(beta, max_iter=max_iter, tol=tol).fit(mus, Sigmas)
+        pred = mem.predict(q_means, q_covs)
+    elif method in ("mean", "mean+cov"):
+        F, Fq = gaussian_features(mus, Sigmas, mode=method), gaussian_features(q_means, q_covs, mode=method)
+        pred = EuclideanDenseAssociativeMemory(beta, max_iter=max_iter, tol=tol).fit(F).predict(Fq)
+    else:
+        raise ValueError(f"method={method!r} is not valid; use 'bw', 'mean' or 'mean+cov'")
+    return pred == targets
+
+
+def capacity_curve(d: int, n_grid, *, beta: float = 1.0, n_queries: int = 32, stop_below: float = 0.25,
+                   random_state=None) -> np.ndarray:
+    r"""Retrieval success rate against the number of stored patterns (the authors' capacity protocol).
+
+    For each N in ``n_grid`` (increasing): N patterns from :func:`sample_commuting_gaussians`;
+    ``n_queries`` queries = patterns ``0, 1, ..., N-1, 0, 1, ...`` (cyclically, so small memories are
+    queried as often as large ones), each perturbed independently at the theory radius
+    :math:`r=1/\sqrt{\beta N}`; success = the nearest stored pattern to the retrieved state is the
+    original. Once the rate falls
+    below ``stop_below`` the larger N are skipped (NaN): they cannot change the breaking point.
+
+    Returns
+    -------
+    array (len(n_grid),) of success rates (NaN where skipped)
+    """
+    rng = _rng(random_state)
+    out = np.full(len(n_grid), np.nan)
+    for k, N in enumerate(n_grid):
+        mus, S = sample_commuting_gaussians(int(N), d, random_state=rng)
+        tgt = np.arange(int(n_queries)) % int(N)
+        qm, qc = perturb_gaussians(mus[tgt], S[tgt], 1.0 / np.sqrt(beta * N), random_state=rng)
+        out[k] = retrieval_success(mus, S, qm, qc, tgt, beta).mean()
+        if out[k] < stop_below:
+            break
+    return out
+
+
+def capacity_threshold(n_grid, success, level: float = 0.9) -> float:
+    """Largest N of the grid up to which every success rate is >= ``level`` (0 if the first is below).
+
+    The breaking point of a capacity curve; equals ``n_grid[-1]`` when the curve never drops (a lower
+    bound then).
+    """
+    n_grid, success = np.asarray(n_grid, dtype=float), np.asarray(success, dtype=float)
+    ok = np.nan_to_num(success, nan=-1.0) >= level
+    k = len(ok) if ok.all() else int(np.argmin(ok))
+    return float(n_grid[k - 1]) if k > 0 else 0.0

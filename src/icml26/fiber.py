@@ -1,0 +1,944 @@
+"""FIBER: DP AdamW on innovation-filtered gradients with a filter-aware second-moment correction.
+
+Chapter 07 of the book. Reference: Duc Dm, Thao Do, Minh Son Hoang, Anh Le Duc Tran,
+Daeyoung Kim, Huy Nguyen, "FIBER: A Differentially Private Optimizer with Filter-Aware
+Innovation Bias Correction", ICML 2026, arXiv:2605.03425.
+
+The module has five parts.
+
+* **Linear filters and their noise attenuation.** The innovation filter of FIBER and the
+  exponential moving average (EMA) of DiSK as difference equations, the closed forms
+  :func:`innovation_attenuation` :math:`A(\\omega)=(2-\\omega)/(4-3\\omega)` and
+  :func:`ema_attenuation` :math:`\\kappa/(2-\\kappa)`, and :func:`numeric_attenuation`
+  :math:`A=\\sum_k h_k^2` for any stable linear filter.
+* **Privatisation.** Per-example gradients with ``torch.func``, the two-point
+  observation, flat per-example clipping and Gaussian noise, matching Opacus's
+  ``DPOptimizer`` bit for bit when given the same generator.
+* **Privacy accounting** with Opacus's RDP accountant (:func:`noise_for_epsilon`,
+  :func:`epsilon_spent`): every optimizer here post-processes the same Gaussian
+  mechanism, so one noise multiplier gives every method the same :math:`(\\varepsilon,\\delta)`.
+* **Optimizers.** :class:`FilteredDPAdamW` covers FIBER and its baselines/ablations
+  (:data:`METHODS`): DP-AdamW, DP-AdamBC (the unfiltered :math:`\\sigma_w^2` correction),
+  DiSK (EMA filter), and FIBER with its correction switched off or replaced.
+* **Experiments.** :func:`second_moment_bias` (the bias mechanism on a synthetic
+  gradient stream) and :func:`train_private` (DP training of a small MLP on
+  scikit-learn's bundled data).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Mapping
+
+import numpy as np
+import torch
+from scipy import signal as sps
+from torch import nn
+
+__all__ = [
+    "FILTERS",
+    "CORRECTIONS",
+    "METHODS",
+    "innovation_attenuation",
+    "ema_attenuation",
+    "innovation_filter_coeffs",
+    "ema_filter_coeffs",
+    "filter_coeffs",
+    "check_stable",
+    "impulse_response",
+    "numeric_attenuation",
+    "attenuation_profile",
+    "apply_filter",
+    "observation_weight",
+    "per_example_grads",
+    "two_point_grads",
+    "clip_and_sum",
+    "gaussian_noise",
+    "privatize",
+    "RDP_ALPHAS",
+    "noise_for_epsilon",
+    "epsilon_spent",
+    "FilteredDPAdamW",
+    "make_optimizer",
+    "second_moment_bias",
+    "TabularData",
+    "load_tabular",
+    "validation_split",
+    "make_mlp",
+    "TrainResult",
+    "train_private",
+    "opacus_dp_optimizer",
+    "opacus_step",
+    "steps_for",
+    "select_hyperparameters",
+    "accuracy_vs_epsilon",
+    "dp_step_fn",
+]
+
+FILTERS: tuple[str, ...] = ("none", "ema", "innovation")
+CORRECTIONS: tuple[str, ...] = ("none", "sigma2", "filter")
+
+#: Upper end (exclusive) of the stable range of the innovation gain, 0 < omega < 4/3.
+OMEGA_MAX: float = 4.0 / 3.0
+
+#: The optimizers compared in the chapter. ``two_point`` says whether the privatised
+#: quantity is the two-point observation (DiSK and FIBER) or the plain gradient.
+METHODS: dict[str, dict] = {
+    "DP-AdamW": dict(filter="none", correction="none", two_point=False),
+    "DP-AdamBC": dict(filter="none", correction="sigma2", two_point=False),
+    "DiSK": dict(filter="ema", correction="none", two_point=True),
+    "Innov. filter, no corr.": dict(filter="innovation", correction="none", two_point=True),
+    "Innov. filter + σ² corr.": dict(filter="innovation", correction="sigma2", two_point=True),
+    "FIBER": dict(filter="innovation", correction="filter", two_point=True),
+}
+
+
+# ---------------------------------------------------------------------------------------
+# Linear filters and noise attenuation
+# ---------------------------------------------------------------------------------------
+
+
+def _check_omega(omega: float) -> float:
+    omega = float(omega)
+    if not (0.0 < omega < OMEGA_MAX) or not math.isfinite(omega):
+        raise ValueError(
+            f"omega={omega!r} makes the innovation filter unstable or degenerate; "
+            f"use 0 < omega < 4/3 (omega=1 is no filtering)"
+        )
+    return omega
+
+
+def _check_kappa(kappa: float) -> float:
+    kappa = float(kappa)
+    if not (0.0 < kappa < 2.0) or not math.isfinite(kappa):
+        raise ValueError(f"kappa={kappa!r} makes the EMA filter unstable or degenerate; use 0 < kappa < 2 (kappa=1 is no filtering)")
+    return kappa
+
+
+def innovation_attenuation(omega: float) -> float:
+    r"""Closed-form noise attenuation of FIBER's innovation filter.
+
+    The filter :math:`\nu_t=g_t-\tilde g_{t-1}`, :math:`r_t=(1-\omega)r_{t-1}+\omega\nu_t`,
+    :math:`\tilde g_t=\tilde g_{t-1}+r_t` is the AR(2) recursion
+    :math:`\tilde g_t = 2(1-\omega)\tilde g_{t-1}-(1-\omega)\tilde g_{t-2}+\omega g_t`.
+    Fed white noise of variance :math:`\sigma^2` its stationary output variance is
+    :math:`A(\omega)\sigma^2` with
+
+    .. math:: A(\omega) = \frac{2-\omega}{4-3\omega}, \qquad 0<\omega<4/3
+
+    (FIBER, Sec. "filter-aware correction"). ``A(1) = 1`` (no filtering); ``A < 1`` for
+    ``omega < 1``; ``A > 1`` for ``1 < omega < 4/3``.
+
+    Raises
+    ------
+    ValueError
+        If ``omega`` lies outside the stable range ``(0, 4/3)``.
+
+    >>> innovation_attenuation(0.5)
+    0.6
+    """
+    omega = _check_omega(omega)
+    return (2.0 - omega) / (4.0 - 3.0 * omega)
+
+
+def ema_attenuation(kappa: float) -> float:
+    r"""Noise attenuation :math:`\kappa/(2-\kappa)` of DiSK's EMA :math:`\tilde g_t=(1-\kappa)\tilde g_{t-1}+\kappa g_t`.
+
+    It is :math:`\sum_k h_k^2 = \kappa^2\sum_k(1-\kappa)^{2k}`.
+
+    >>> round(ema_attenuation(0.5), 12)
+    0.333333333333
+    """
+    kappa = _check_kappa(kappa)
+    return kappa / (2.0 - kappa)
+
+
+def innovation_filter_coeffs(omega: float) -> tuple[np.ndarray, np.ndarray]:
+    r"""``(b, a)`` of the innovation filter in :func:`scipy.signal.lfilter` convention.
+
+    :math:`H(z) = \omega / (1 - 2(1-\omega)z^{-1} + (1-\omega)z^{-2})`.
+    """
+    omega = _check_omega(omega)
+    return np.array([omega]), np.array([1.0, -2.0 * (1.0 - omega), 1.0 - omega])
+
+
+def ema_filter_coeffs(kappa: float) -> tuple[np.ndarray, np.ndarray]:
+    r"""``(b, a)`` of the EMA :math:`H(z)=\kappa/(1-(1-\kappa)z^{-1})`."""
+    kappa = _check_kappa(kappa)
+    return np.array([kappa]), np.array([1.0, -(1.0 - kappa)])
+
+
+def filter_coeffs(kind: str, *, omega: float = 0.5, kappa: float = 0.7) -> tuple[np.ndarray, np.ndarray]:
+    """``(b, a)`` for ``kind`` in :data:`FILTERS` (``"none"`` is the identity ``([1], [1])``)."""
+    if kind == "none":
+        return np.array([1.0]), np.array([1.0])
+    if kind == "ema":
+        return ema_filter_coeffs(kappa)
+    if kind == "innovation":
+        return innovation_filter_coeffs(omega)
+    raise ValueError(f"filter={kind!r} is not known; use one of {FILTERS}")
+
+
+def check_stable(a: Iterable[float]) -> float:
+    """Spectral radius of the denominator ``a`` (lfilter convention); ``ValueError`` if >= 1.
+
+    The filter ``y_t = (sum_k b_k x_{t-k} - sum_{k>=1} a_k y_{t-k}) / a_0`` is stable iff all
+    roots of ``z^n a_0 + z^{n-1} a_1 + ... + a_n`` lie strictly inside the unit circle.
+    """
+    a = np.atleast_1d(np.asarray(a, dtype=float))
+    if a.ndim != 1 or a.size == 0 or a[0] == 0 or not np.all(np.isfinite(a)):
+        raise ValueError(f"a={a!r} must be a finite 1-D array with a[0] != 0")
+    rho = float(np.max(np.abs(np.roots(a)))) if a.size > 1 else 0.0
+    if rho >= 1.0:
+        raise ValueError(f"the filter with a={a.tolist()} is not stable: spectral radius {rho:.6g} >= 1")
+    return rho
+
+
+def impulse_response(b: Iterable[float], a: Iterable[float], n: int) -> np.ndarray:
+    """First ``n`` taps ``h_0..h_{n-1}`` of the stable linear filter ``(b, a)``."""
+    if int(n) < 1:
+        raise ValueError(f"n={n!r} must be >= 1")
+    check_stable(a)
+    x = np.zeros(int(n))
+    x[0] = 1.0
+    return sps.lfilter(np.asarray(b, dtype=float), np.asarray(a, dtype=float), x)
+
+
+def numeric_attenuation(b: Iterable[float], a: Iterable[float], *, tol: float = 1e-14) -> float:
+    r"""Noise attenuation :math:`A=\sum_{k\ge0} h_k^2` of any stable linear filter ``(b, a)``.
+
+    For white input of variance :math:`\sigma^2` the stationary output variance is
+    :math:`A\sigma^2`. The sum is truncated where the geometric tail bound
+    :math:`\rho^{2n}` (``rho`` the spectral radius) falls below ``tol``.
+    """
+    rho = check_stable(a)
+    nb = np.atleast_1d(np.asarray(b)).size
+    if rho == 0.0:
+        n = max(nb, 1)
+    else:
+        n = int(math.ceil(math.log(tol) / (2.0 * math.log(rho)))) + 4 * len(np.atleast_1d(a)) + nb + 16
+    h = impulse_response(b, a, min(n, 50_000_000))
+    return float(np.dot(h, h))
+
+
+def attenuation_profile(b: Iterable[float], a: Iterable[float], n: int) -> np.ndarray:
+    r"""Transient attenuation :math:`A_t=\sum_{k\le t}h_k^2`, ``t = 0..n-1``, for zero initial state.
+
+    :math:`A_t\sigma^2` is the variance of the filtered noise ``t`` steps after a zero
+    start; it rises to the stationary :math:`A`.
+    """
+    h = impulse_response(b, a, n)
+    return np.cumsum(h * h)
+
+
+def apply_filter(g: np.ndarray, b: Iterable[float], a: Iterable[float]) -> np.ndarray:
+    """Run the filter ``(b, a)`` along axis 0 of ``g`` (shape ``(T, ...)``), zero initial state."""
+    check_stable(a)
+    return sps.lfilter(np.asarray(b, dtype=float), np.asarray(a, dtype=float), np.asarray(g, dtype=float), axis=0)
+
+
+# ---------------------------------------------------------------------------------------
+# Per-example gradients, two-point observation, clipping and noise
+# ---------------------------------------------------------------------------------------
+
+
+def observation_weight(kappa: float, gamma: float) -> float:
+    r"""Weight :math:`a=(1-\kappa)/(\kappa\gamma)` of the extrapolated point in the two-point observation.
+
+    :math:`u_t(\xi)=a\nabla f(\theta_t+\gamma d_{t-1};\xi)+(1-a)\nabla f(\theta_t;\xi)` (DiSK, FIBER
+    step 1). ``kappa=1`` gives ``a=0`` (the plain gradient); ``gamma=(1-kappa)/kappa`` gives
+    ``a=1`` (a single gradient at the extrapolated point).
+    """
+    kappa, gamma = float(kappa), float(gamma)
+    if not (0.0 < kappa <= 1.0):
+        raise ValueError(f"kappa={kappa!r} must lie in (0, 1] for the two-point observation")
+    if not gamma > 0.0 or not math.isfinite(gamma):
+        raise ValueError(f"gamma={gamma!r} must be a positive finite number")
+    return (1.0 - kappa) / (kappa * gamma)
+
+
+def per_example_grads(
+    model: nn.Module,
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    x: torch.Tensor,
+    y: torch.Tensor,
+    params: Mapping[str, torch.Tensor] | None = None,
+) -> dict[str, torch.Tensor]:
+    """Per-example gradients ``{name: (B, *param.shape)}`` of ``loss_fn(model(x_i), y_i)``.
+
+    Uses ``torch.func.vmap(torch.func.grad(...))`` over a functional call of ``model``;
+    ``params`` (default: the model's current parameters) lets one evaluate the gradient
+    at a shifted point without touching the module. ``loss_fn`` must average over its
+    batch (one example here), e.g. ``nn.functional.cross_entropy``.
+    """
+    from torch.func import functional_call, grad, vmap
+
+    if x.shape[0] != y.shape[0]:
+        raise ValueError(f"x has {x.shape[0]} rows but y has {y.shape[0]}")
+    if params is None:
+        params = {k: v.detach() for k, v in model.named_parameters()}
+
+    def loss_one(p: Mapping[str, torch.Tensor], xi: torch.Tensor, yi: torch.Tensor) -> torch.Tensor:
+        out = functional_call(model, dict(p), (xi.unsqueeze(0),))  # (1, K)
+        return loss_fn(out, yi.unsqueeze(0))
+
+    if x.shape[0] == 0:
+        return {k: torch.zeros((0, *v.shape), dtype=v.dtype) for k, v in params.items()}
+    return vmap(grad(loss_one), in_dims=(None, 0, 0))(dict(params), x, y)
+
+
+def two_point_grads(
+    model: nn.Module,
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    x: torch.Tensor,
+    y: torch.Tensor,
+    d_prev: Mapping[str, torch.Tensor],
+    *,
+    kappa: float,
+    gamma: float,
+) -> dict[str, torch.Tensor]:
+    r"""Per-example two-point observations :math:`u_t(\xi)=a\nabla f(\theta_t+\gamma d_{t-1};\xi)+(1-a)\nabla f(\theta_t;\xi)`.
+
+    ``d_prev`` is :math:`d_{t-1}=\theta_t-\theta_{t-1}` per parameter name. Evaluates one
+    gradient when ``a`` is 0 or 1, two otherwise.
+    """
+    a = observation_weight(kappa, gamma)
+    theta = {k: v.detach() for k, v in model.named_parameters()}
+    if a == 0.0:
+        return per_example_grads(model, loss_fn, x, y, theta)
+    shifted = {k: v + gamma * d_prev[k] for k, v in theta.items()}
+    g_shift = per_example_grads(model, loss_fn, x, y, shifted)
+    if math.isclose(a, 1.0, rel_tol=0.0, abs_tol=1e-12):
+        return g_shift
+    g_here = per_example_grads(model, loss_fn, x, y, theta)
+    return {k: a * g_shift[k] + (1.0 - a) * g_here[k] for k in theta}
+
+
+def clip_and_sum(per_example: Mapping[str, torch.Tensor], max_norm: float) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    r"""Clip each example's whole gradient to norm ``max_norm`` and sum over the batch.
+
+    :math:`\sum_i \min(1, C/(\lVert u_i\rVert_2+10^{-6}))\,u_i`, the norm taken over all
+    parameters together (flat clipping; the ``1e-6`` is Opacus's). Returns the clipped
+    sums ``{name: param.shape}`` and the per-example norms ``(B,)``.
+    """
+    if not (max_norm > 0) or not math.isfinite(float(max_norm)):
+        raise ValueError(f"max_norm={max_norm!r} must be a positive finite number")
+    grads = list(per_example.values())
+    n = grads[0].shape[0]
+    if n == 0:
+        return {k: torch.zeros(v.shape[1:], dtype=v.dtype) for k, v in per_example.items()}, torch.zeros(0)
+    per_param = torch.stack([g.reshape(n, -1).norm(2, dim=-1) for g in grads], dim=1)  # (B, P)
+    norms = per_param.norm(2, dim=1)  # (B,)
+    factor = (max_norm / (norms + 1e-6)).clamp(max=1.0)  # (B,)
+    sums = {k: torch.einsum("i,i...", factor.to(v.dtype), v) for k, v in per_example.items()}
+    return sums, norms
+
+
+def gaussian_noise(shapes: Mapping[str, torch.Size], std: float, generator: torch.Generator | None, dtype=torch.float32) -> dict[str, torch.Tensor]:
+    """Independent ``N(0, std^2)`` tensors per name, drawn in ``shapes``'s order (as Opacus draws them)."""
+    if std < 0:
+        raise ValueError(f"std={std!r} must be >= 0")
+    if std == 0:
+        return {k: torch.zeros(s, dtype=dtype) for k, s in shapes.items()}
+    return {k: torch.normal(mean=0.0, std=float(std), size=tuple(s), generator=generator, dtype=dtype) for k, s in shapes.items()}
+
+
+def privatize(
+    per_example: Mapping[str, torch.Tensor],
+    *,
+    max_norm: float,
+    noise_multiplier: float,
+    expected_batch_size: int,
+    generator: torch.Generator | None = None,
+) -> dict[str, torch.Tensor]:
+    r"""The Gaussian mechanism of DP-SGD: :math:`g=\frac1B\big(\sum_i\mathrm{clip}(u_i,C)+\mathcal N(0,\sigma_{DP}^2C^2I)\big)`.
+
+    So the per-coordinate noise on :math:`g` has std :math:`\sigma_w=\sigma_{DP}C/B` with
+    ``B = expected_batch_size`` (Poisson sampling divides by the expected size, as Opacus does).
+    """
+    if expected_batch_size < 1:
+        raise ValueError(f"expected_batch_size={expected_batch_size!r} must be >= 1")
+    if noise_multiplier < 0:
+        raise ValueError(f"noise_multiplier={noise_multiplier!r} must be >= 0")
+    sums, _ = clip_and_sum(per_example, max_norm)
+    noise = gaussian_noise({k: v.shape for k, v in sums.items()}, noise_multiplier * max_norm, generator, dtype=next(iter(sums.values())).dtype)
+    return {k: (sums[k] + noise[k]) / expected_batch_size for k in sums}
+
+
+# ---------------------------------------------------------------------------------------
+# Privacy accounting (Opacus RDP)
+# ---------------------------------------------------------------------------------------
+
+
+#: RDP orders: Opacus's default grid extended to large orders, which the optimum needs at
+#: large epsilon / small noise.
+RDP_ALPHAS: list[float] = [1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64)) + list(range(64, 257, 8)) + [384, 512, 768, 1024]
+
+
+def noise_for_epsilon(epsilon: float, delta: float, sample_rate: float, steps: int) -> float:
+    """Noise multiplier that spends ``(epsilon, delta)`` in ``steps`` Poisson-subsampled Gaussian steps.
+
+    Opacus's ``get_noise_multiplier(accountant="rdp")`` (bisection, tolerance 0.005 in
+    epsilon) over the orders :data:`RDP_ALPHAS`. The returned multiplier spends at most
+    ``epsilon`` (check with :func:`epsilon_spent`).
+    """
+    import warnings
+
+    from opacus.accountants.utils import get_noise_multiplier
+
+    if not epsilon > 0:
+        raise ValueError(f"epsilon={epsilon!r} must be > 0")
+    if not (0 < delta < 1):
+        raise ValueError(f"delta={delta!r} must lie in (0, 1)")
+    if not (0 < sample_rate <= 1):
+        raise ValueError(f"sample_rate={sample_rate!r} must lie in (0, 1]")
+    if int(steps) < 1:
+        raise ValueError(f"steps={steps!r} must be >= 1")
+    with warnings.catch_warnings():
+        # The bisection probes tiny noise levels whose optimal RDP order lies beyond any
+        # finite grid; Opacus warns about those probes. The answer is re-checked by
+        # epsilon_spent, which leaves the warning on.
+        warnings.filterwarnings("ignore", message="Optimal order is the largest alpha", category=UserWarning)
+        return float(
+            get_noise_multiplier(
+                target_epsilon=epsilon, target_delta=delta, sample_rate=sample_rate, steps=int(steps), accountant="rdp", epsilon_tolerance=0.005, alphas=RDP_ALPHAS
+            )
+        )
+
+
+def epsilon_spent(noise_multiplier: float, sample_rate: float, steps: int, delta: float) -> float:
+    """Epsilon at ``delta`` after ``steps`` steps, from Opacus's ``RDPAccountant`` over :data:`RDP_ALPHAS`."""
+    from opacus.accountants import RDPAccountant
+
+    if not noise_multiplier > 0:
+        raise ValueError(f"noise_multiplier={noise_multiplier!r} must be > 0 for a finite epsilon")
+    acc = RDPAccountant()
+    acc.history = [(float(noise_multiplier), float(sample_rate), int(steps))]
+    return float(acc.get_epsilon(delta=delta, alphas=RDP_ALPHAS))
+
+
+# ---------------------------------------------------------------------------------------
+# The optimizer
+# ---------------------------------------------------------------------------------------
+
+
+class FilteredDPAdamW(torch.optim.Optimizer):
+    r"""AdamW on temporally filtered privatised gradients, with an optional second-moment correction.
+
+    ``p.grad`` must hold the privatised gradient :math:`g_t` (see :func:`privatize`). Per
+    coordinate, with :math:`t` counted from 0:
+
+    * filter: ``"none"`` :math:`\tilde g_t=g_t`; ``"ema"`` (DiSK)
+      :math:`\tilde g_t=(1-\kappa)\tilde g_{t-1}+\kappa g_t`, :math:`\tilde g_0=g_0`;
+      ``"innovation"`` (FIBER) :math:`\nu_t=g_t-\tilde g_{t-1}`,
+      :math:`r_t=(1-\omega)r_{t-1}+\omega\nu_t`, :math:`\tilde g_t=\tilde g_{t-1}+r_t`, zero start;
+    * moments: :math:`m_t=\beta_1m_{t-1}+(1-\beta_1)\tilde g_t`,
+      :math:`v_t=\beta_2v_{t-1}+(1-\beta_2)\tilde g_t^2`, :math:`\hat m_t=m_t/(1-\beta_1^{t+1})`,
+      :math:`\hat v_t=v_t/(1-\beta_2^{t+1})`;
+    * correction: ``"none"`` :math:`\bar v_t=\hat v_t`; ``"sigma2"`` (DP-AdamBC)
+      :math:`\bar v_t=\max(\hat v_t-\sigma_w^2,\epsilon_v)`; ``"filter"`` (FIBER)
+      :math:`\bar v_t=\max(\hat v_t-A\sigma_w^2,\epsilon_v)` with :math:`A` the filter's
+      attenuation (:func:`innovation_attenuation`, :func:`ema_attenuation`, 1 for none);
+    * update: :math:`\theta_{t+1}=(1-\eta\lambda)\theta_t-\eta\hat m_t/(\sqrt{\bar v_t}+\epsilon)`.
+
+    With ``filter="none"`` or ``omega=1``, ``noise_std=0`` and ``eps_v=0`` this is
+    ``torch.optim.AdamW`` step for step.
+
+    Parameters
+    ----------
+    params : iterable of tensors
+    lr, betas, eps, weight_decay : as in ``torch.optim.AdamW``
+    filter : {"none", "ema", "innovation"}
+    omega : float, innovation gain in ``(0, 4/3)``
+    kappa : float, EMA weight on the new gradient in ``(0, 2)``
+    correction : {"none", "sigma2", "filter"}
+    noise_std : float
+        :math:`\sigma_w`, the per-coordinate std of the DP noise on ``p.grad``.
+    eps_v : float
+        Floor of the corrected second moment.
+
+    Attributes
+    ----------
+    last_clamp_fraction : float
+        Fraction of coordinates whose corrected second moment hit ``eps_v`` at the last step.
+    """
+
+    def __init__(
+        self,
+        params,
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+        *,
+        filter: str = "innovation",
+        omega: float = 0.5,
+        kappa: float = 0.7,
+        correction: str = "filter",
+        noise_std: float = 0.0,
+        eps_v: float = 1e-8,
+    ):
+        if not lr > 0:
+            raise ValueError(f"lr={lr!r} must be > 0")
+        if not all(0.0 <= b < 1.0 for b in betas):
+            raise ValueError(f"betas={betas!r} must lie in [0, 1)")
+        if filter not in FILTERS:
+            raise ValueError(f"filter={filter!r} is not known; use one of {FILTERS}")
+        if correction not in CORRECTIONS:
+            raise ValueError(f"correction={correction!r} is not known; use one of {CORRECTIONS}")
+        if noise_std < 0 or eps_v < 0 or eps < 0 or weight_decay < 0:
+            raise ValueError(f"noise_std={noise_std!r}, eps_v={eps_v!r}, eps={eps!r}, weight_decay={weight_decay!r} must be >= 0")
+        if filter == "innovation":
+            attenuation = innovation_attenuation(omega)
+        elif filter == "ema":
+            attenuation = ema_attenuation(kappa)
+        else:
+            attenuation = 1.0
+        self.filter, self.omega, self.kappa, self.correction = filter, float(omega), float(kappa), correction
+        self.noise_std, self.eps_v, self.attenuation = float(noise_std), float(eps_v), attenuation
+        self.last_clamp_fraction = 0.0
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay))
+
+    @property
+    def subtracted(self) -> float:
+        """The amount subtracted from :math:`\\hat v_t`: 0, :math:`\\sigma_w^2` or :math:`A\\sigma_w^2`."""
+        s2 = self.noise_std**2
+        return {"none": 0.0, "sigma2": s2, "filter": self.attenuation * s2}[self.correction]
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        sub = self.subtracted
+        n_clamped, n_total = 0, 0
+        for group in self.param_groups:
+            lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                g = p.grad
+                st = self.state[p]
+                if not st:
+                    st["step"] = 0
+                    st["m"] = torch.zeros_like(p)
+                    st["v"] = torch.zeros_like(p)
+                    if self.filter == "innovation":
+                        st["gf"] = torch.zeros_like(p)
+                        st["r"] = torch.zeros_like(p)
+                # --- temporal filter -> g~_t
+                if self.filter == "none":
+                    gf = g
+                elif self.filter == "ema":
+                    if "gf" not in st:
+                        st["gf"] = g.clone()  # DiSK starts its filter at the first observation
+                    else:
+                        st["gf"].mul_(1.0 - self.kappa).add_(g, alpha=self.kappa)
+                    gf = st["gf"]
+                else:
+                    nu = g - st["gf"]
+                    st["r"].mul_(1.0 - self.omega).add_(nu, alpha=self.omega)
+                    st["gf"].add_(st["r"])
+                    gf = st["gf"]
+                # --- AdamW moments
+                t = st["step"]
+                st["m"].mul_(b1).add_(gf, alpha=1.0 - b1)
+                st["v"].mul_(b2).addcmul_(gf, gf, value=1.0 - b2)
+                m_hat = st["m"] / (1.0 - b1 ** (t + 1))
+                v_hat = st["v"] / (1.0 - b2 ** (t + 1))
+                if self.correction == "none":
+                    v_bar = v_hat
+                else:
+                    v_bar = v_hat - sub
+                    clamped = v_bar <= self.eps_v
+                    n_clamped += int(clamped.sum())
+                    v_bar = v_bar.clamp(min=self.eps_v)
+                n_total += p.numel()
+                if wd != 0:
+                    p.mul_(1.0 - lr * wd)
+                p.addcdiv_(m_hat, v_bar.sqrt().add_(eps), value=-lr)
+                st["step"] = t + 1
+        self.last_clamp_fraction = n_clamped / max(n_total, 1)
+        return loss
+
+
+def make_optimizer(method: str, params, *, noise_std: float, lr: float = 1e-3, omega: float = 0.5, kappa: float = 0.7, eps_v: float = 1e-8, **kwargs) -> FilteredDPAdamW:
+    """A :class:`FilteredDPAdamW` configured as ``method`` (a key of :data:`METHODS`)."""
+    if method not in METHODS:
+        raise ValueError(f"method={method!r} is not known; use one of {list(METHODS)}")
+    spec = METHODS[method]
+    return FilteredDPAdamW(params, lr=lr, filter=spec["filter"], correction=spec["correction"], omega=omega, kappa=kappa, noise_std=noise_std, eps_v=eps_v, **kwargs)
+
+
+# ---------------------------------------------------------------------------------------
+# Experiment 1: the second-moment bias on a synthetic gradient stream
+# ---------------------------------------------------------------------------------------
+
+
+def second_moment_bias(
+    true_grad: np.ndarray,
+    noise_std: float,
+    filter: str,
+    *,
+    omega: float = 0.5,
+    kappa: float = 0.7,
+    steps: int = 4000,
+    beta2: float = 0.999,
+    eps_v: float = 0.0,
+    n_rep: int = 8,
+    seed: int = 0,
+) -> dict[str, np.ndarray]:
+    r"""Second-moment estimate of AdamW on a filtered noisy gradient stream, under each correction.
+
+    Each coordinate ``j`` sees :math:`g_t=\mu_j+\sigma_w z_t`, :math:`z_t\sim\mathcal N(0,1)`
+    i.i.d.; the stream is filtered (``filter`` as in :class:`FilteredDPAdamW`, zero start),
+    :math:`\hat v` is AdamW's bias-corrected second moment at the last step. The target is
+    the noise-free :math:`\mu_j^2`. Returns, per correction in :data:`CORRECTIONS`,
+    ``err_<corr>`` the error :math:`(\hat v-c-\mu^2)/\sigma_w^2` of the corrected estimate
+    before the floor (shape ``(n_rep, d)``), ``err_floor_<corr>`` the same after the floor
+    :math:`\max(\cdot,\epsilon_v)`, and ``clamped_<corr>`` the fraction of entries at the
+    floor; plus ``"A"`` the filter's attenuation.
+    Predicted bias: ``none`` :math:`+A`, ``sigma2`` :math:`-(1-A)`, ``filter`` 0.
+    """
+    mu = np.asarray(true_grad, dtype=float).ravel()  # (d,)
+    if noise_std <= 0:
+        raise ValueError(f"noise_std={noise_std!r} must be > 0")
+    if int(steps) < 2 or int(n_rep) < 1:
+        raise ValueError(f"steps={steps!r} must be >= 2 and n_rep={n_rep!r} >= 1")
+    b, a = filter_coeffs(filter, omega=omega, kappa=kappa)
+    A = numeric_attenuation(b, a)
+    rng = np.random.default_rng(seed)
+    g = mu[None, None, :] + noise_std * rng.standard_normal((int(steps), int(n_rep), mu.size))  # (T, R, d)
+    gf = apply_filter(g, b, a)  # (T, R, d)
+    v = sps.lfilter([1.0 - beta2], [1.0, -beta2], gf * gf, axis=0)[-1]  # (R, d)
+    v_hat = v / (1.0 - beta2 ** int(steps))
+    out: dict[str, np.ndarray] = {"A": np.asarray(A)}
+    s2 = noise_std**2
+    for corr, sub in (("none", 0.0), ("sigma2", s2), ("filter", A * s2)):
+        vb = v_hat - sub
+        out[f"err_{corr}"] = (vb - mu[None, :] ** 2) / s2
+        if corr == "none":
+            out["clamped_none"] = np.asarray(0.0)
+            out["err_floor_none"] = out["err_none"]
+        else:
+            out[f"clamped_{corr}"] = np.asarray((vb <= eps_v).mean())
+            out[f"err_floor_{corr}"] = (np.maximum(vb, eps_v) - mu[None, :] ** 2) / s2
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Experiment 2: DP training of a small MLP on bundled data
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class TabularData:
+    """Standardised train/test tensors of a bundled scikit-learn data set."""
+
+    name: str
+    X_train: torch.Tensor
+    y_train: torch.Tensor
+    X_test: torch.Tensor
+    y_test: torch.Tensor
+    n_classes: int
+
+
+def load_tabular(name: str, *, seed: int = 0, test_size: float = 0.25) -> TabularData:
+    """``"digits"`` (1797 x 64, 10 classes) or ``"breast_cancer"`` (569 x 30, 2 classes).
+
+    Stratified split with ``random_state=seed``; features standardised with the training
+    mean and std (a data-dependent step that we, like most DP papers, leave outside the
+    privacy budget — see the chapter).
+    """
+    from sklearn.datasets import load_breast_cancer, load_digits
+    from sklearn.model_selection import train_test_split
+
+    loaders = {"digits": load_digits, "breast_cancer": load_breast_cancer}
+    if name not in loaders:
+        raise ValueError(f"name={name!r} is not a bundled data set here; use one of {list(loaders)}")
+    X, y = loaders[name](return_X_y=True)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=test_size, random_state=seed, stratify=y)
+    mu, sd = Xtr.mean(0), Xtr.std(0)
+    sd[sd == 0] = 1.0
+    f = lambda Z: torch.as_tensor((Z - mu) / sd, dtype=torch.float32)  # noqa: E731
+    return TabularData(name, f(Xtr), torch.as_tensor(ytr), f(Xte), torch.as_tensor(yte), int(y.max()) + 1)
+
+
+def validation_split(data: TabularData, *, frac: float = 0.2, seed: int = 0) -> TabularData:
+    """Carve a stratified validation set out of ``data``'s training part; it replaces the test part.
+
+    Hyper-parameters are chosen on this split, so the test set is never looked at while tuning.
+    """
+    from sklearn.model_selection import train_test_split
+
+    if not (0.0 < frac < 1.0):
+        raise ValueError(f"frac={frac!r} must lie in (0, 1)")
+    idx = np.arange(data.X_train.shape[0])
+    tr, va = train_test_split(idx, test_size=frac, random_state=seed, stratify=data.y_train.numpy())
+    tr, va = torch.as_tensor(tr), torch.as_tensor(va)
+    return TabularData(f"{data.name} (validation)", data.X_train[tr], data.y_train[tr], data.X_train[va], data.y_train[va], data.n_classes)
+
+
+def make_mlp(in_dim: int, hidden: int, out_dim: int, *, seed: int = 0) -> nn.Module:
+    """``Linear(in, hidden) -> tanh -> Linear(hidden, out)`` with PyTorch's default init drawn from ``seed``."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return nn.Sequential(nn.Linear(in_dim, hidden), nn.Tanh(), nn.Linear(hidden, out_dim))
+
+
+@dataclass
+class TrainResult:
+    """Outcome of :func:`train_private`."""
+
+    method: str
+    test_acc: float
+    epsilon: float
+    noise_multiplier: float
+    noise_std: float
+    steps: int
+    acc_curve: list[float] = field(default_factory=list)
+    clamp_fraction: float = 0.0
+
+
+def train_private(
+    data: TabularData,
+    method: str,
+    *,
+    noise_multiplier: float,
+    epochs: float = 20,
+    batch_size: int = 64,
+    max_norm: float = 1.0,
+    lr: float = 2e-3,
+    hidden: int = 32,
+    omega: float = 0.5,
+    kappa: float = 0.7,
+    gamma: float | None = None,
+    eps_v: float = 1e-8,
+    weight_decay: float = 0.0,
+    delta: float = 1e-5,
+    seed: int = 0,
+    n_curve: int = 10,
+) -> TrainResult:
+    r"""Train ``make_mlp`` with ``method`` under DP-SGD's Gaussian mechanism; return test accuracy and epsilon.
+
+    Poisson sampling with rate :math:`q=B/N` for :math:`T=\lceil\text{epochs}/q\rceil` steps;
+    per-example (two-point, for DiSK and FIBER) gradients are clipped to ``max_norm`` and
+    noised with multiplier ``noise_multiplier``; :math:`\sigma_w=\sigma_{DP}C/B`. The
+    batches, noise draws and initial weights depend on ``seed`` only, so methods run with
+    the same seed see the same randomness. ``gamma`` defaults to :math:`(1-\kappa)/\kappa`
+    (one gradient per example per step, at the extrapolated point).
+    """
+    if method not in METHODS:
+        raise ValueError(f"method={method!r} is not known; use one of {list(METHODS)}")
+    n = data.X_train.shape[0]
+    if not (1 <= batch_size <= n):
+        raise ValueError(f"batch_size={batch_size!r} must lie in 1..{n}")
+    q = batch_size / n
+    steps = int(math.ceil(epochs / q))
+    gamma = (1.0 - kappa) / kappa if gamma is None else gamma
+    spec = METHODS[method]
+    model = make_mlp(data.X_train.shape[1], hidden, data.n_classes, seed=seed)
+    sigma_w = noise_multiplier * max_norm / batch_size
+    opt = make_optimizer(method, model.parameters(), noise_std=sigma_w, lr=lr, omega=omega, kappa=kappa, eps_v=eps_v, weight_decay=weight_decay)
+    loss_fn = nn.functional.cross_entropy
+    gen_sample = torch.Generator().manual_seed(10_007 * seed + 1)
+    gen_noise = torch.Generator().manual_seed(10_007 * seed + 2)
+    names = [k for k, _ in model.named_parameters()]
+    params = dict(model.named_parameters())
+    d_prev = {k: torch.zeros_like(v) for k, v in params.items()}
+    curve_at = set(np.linspace(0, steps, n_curve + 1)[1:].round().astype(int).tolist())
+    curve, clamp = [], []
+
+    def accuracy() -> float:
+        with torch.no_grad():
+            return float((model(data.X_test).argmax(1) == data.y_test).float().mean())
+
+    for t in range(steps):
+        idx = torch.nonzero(torch.rand(n, generator=gen_sample) < q).squeeze(1)
+        xb, yb = data.X_train[idx], data.y_train[idx]
+        if spec["two_point"]:
+            u = two_point_grads(model, loss_fn, xb, yb, d_prev, kappa=kappa, gamma=gamma)
+        else:
+            u = per_example_grads(model, loss_fn, xb, yb)
+        u = {k: u[k] for k in names}
+        g = privatize(u, max_norm=max_norm, noise_multiplier=noise_multiplier, expected_batch_size=batch_size, generator=gen_noise)
+        old = {k: v.detach().clone() for k, v in params.items()}
+        for k, p in params.items():
+            p.grad = g[k]
+        opt.step()
+        clamp.append(opt.last_clamp_fraction)
+        d_prev = {k: params[k].detach() - old[k] for k in names}
+        if t + 1 in curve_at:
+            curve.append(accuracy())
+    eps = epsilon_spent(noise_multiplier, q, steps, delta) if noise_multiplier > 0 else float("inf")
+    return TrainResult(method, accuracy(), eps, float(noise_multiplier), sigma_w, steps, curve, float(np.mean(clamp)))
+
+
+# ---------------------------------------------------------------------------------------
+# Opacus reference (agreement test and benchmark)
+# ---------------------------------------------------------------------------------------
+
+
+def opacus_dp_optimizer(model: nn.Module, optimizer: torch.optim.Optimizer, *, noise_multiplier: float, max_norm: float, expected_batch_size: int, generator: torch.Generator | None = None):
+    """Wrap ``model`` in Opacus's ``GradSampleModule`` and ``optimizer`` in its ``DPOptimizer``.
+
+    Returns ``(grad_sample_module, dp_optimizer)``; ``loss_reduction="mean"``.
+    """
+    from opacus import GradSampleModule
+    from opacus.optimizers import DPOptimizer
+
+    gsm = GradSampleModule(model, loss_reduction="mean")
+    dpo = DPOptimizer(optimizer, noise_multiplier=noise_multiplier, max_grad_norm=max_norm, expected_batch_size=expected_batch_size, loss_reduction="mean", generator=generator)
+    return gsm, dpo
+
+
+def opacus_step(gsm: nn.Module, dpo, x: torch.Tensor, y: torch.Tensor) -> float:
+    """One DP step with Opacus: zero grads, forward, mean cross-entropy, backward, ``dpo.step()``."""
+    import warnings
+
+    dpo.zero_grad()
+    with warnings.catch_warnings():
+        # Opacus's per-sample hooks are full backward hooks; PyTorch notes (harmlessly) that
+        # they fire although the input does not require grad.
+        warnings.filterwarnings("ignore", message="Full backward hook is firing", category=UserWarning)
+        loss = nn.functional.cross_entropy(gsm(x), y)
+        loss.backward()
+    dpo.step()
+    return float(loss.detach())
+
+
+# ---------------------------------------------------------------------------------------
+# Experiment drivers (hyper-parameter selection on validation, accuracy against epsilon)
+# ---------------------------------------------------------------------------------------
+
+
+def steps_for(epochs: float, batch_size: int, n: int) -> tuple[float, int]:
+    """Sample rate ``q = batch_size / n`` and step count ``ceil(epochs / q)`` used by :func:`train_private`."""
+    q = batch_size / n
+    return q, int(math.ceil(epochs / q))
+
+
+def select_hyperparameters(
+    data: TabularData,
+    methods: Iterable[str],
+    *,
+    epsilon: float,
+    delta: float,
+    lr_grid: Iterable[float],
+    eps_v_grid: Iterable[float],
+    seed: int,
+    epochs: float,
+    batch_size: int,
+    progress: bool = False,
+    **train_kw,
+):
+    """Grid search of ``lr`` (and ``eps_v`` for methods with a correction) on ``data``'s held-out part.
+
+    Every method gets the same learning-rate grid; methods whose correction subtracts
+    something also get ``eps_v_grid`` (the floor is then a real hyper-parameter). One
+    seed, noise calibrated to ``(epsilon, delta)``. Ties go to the first grid point.
+
+    Returns
+    -------
+    best : dict
+        ``{method: {"lr": ..., "eps_v": ..., "val_acc": ...}}``.
+    table : pandas.DataFrame
+        Every configuration tried with its validation accuracy.
+    """
+    import pandas as pd
+    from tqdm.auto import tqdm
+
+    q, steps = steps_for(epochs, batch_size, data.X_train.shape[0])
+    sigma = noise_for_epsilon(epsilon, delta, q, steps)
+    configs = []
+    for m in methods:
+        evs = list(eps_v_grid) if METHODS[m]["correction"] != "none" else [list(eps_v_grid)[0]]
+        configs += [(m, lr, ev) for lr in lr_grid for ev in evs]
+    rows = []
+    for m, lr, ev in tqdm(configs, desc="validation grid", disable=not progress):
+        r = train_private(data, m, noise_multiplier=sigma, epochs=epochs, batch_size=batch_size, lr=lr, eps_v=ev, seed=seed, delta=delta, **train_kw)
+        rows.append({"method": m, "lr": lr, "eps_v": ev if METHODS[m]["correction"] != "none" else float("nan"), "val_acc": r.test_acc, "clamped": r.clamp_fraction})
+    table = pd.DataFrame(rows)
+    best = {}
+    for m, sub in table.groupby("method", sort=False):
+        i = int(np.argmax(sub["val_acc"].to_numpy()))
+        row = sub.iloc[i]
+        best[m] = {"lr": float(row["lr"]), "eps_v": float(row["eps_v"]) if np.isfinite(row["eps_v"]) else 1e-8, "val_acc": float(row["val_acc"])}
+    return best, table
+
+
+def accuracy_vs_epsilon(
+    data: TabularData,
+    hparams: Mapping[str, Mapping[str, float]],
+    *,
+    epsilons: Iterable[float],
+    delta: float,
+    seeds: Iterable[int],
+    epochs: float,
+    batch_size: int,
+    progress: bool = False,
+    **train_kw,
+):
+    """Test accuracy of every method in ``hparams`` at every ``epsilon`` and seed (one row per run).
+
+    The noise multiplier depends only on ``(epsilon, delta, q, T)``, so all methods share it,
+    and a seed fixes initial weights, batches and noise draws for every method alike.
+    """
+    import pandas as pd
+    from tqdm.auto import tqdm
+
+    q, steps = steps_for(epochs, batch_size, data.X_train.shape[0])
+    jobs = [(e, s, m) for e in epsilons for s in seeds for m in hparams]
+    sigmas = {e: noise_for_epsilon(e, delta, q, steps) for e in epsilons}
+    rows = []
+    for e, s, m in tqdm(jobs, desc=f"{data.name}: runs", disable=not progress):
+        hp = hparams[m]
+        r = train_private(data, m, noise_multiplier=sigmas[e], epochs=epochs, batch_size=batch_size, lr=hp["lr"], eps_v=hp["eps_v"], seed=s, delta=delta, **train_kw)
+        rows.append({"data": data.name, "target_eps": e, "seed": s, "method": m, "test_acc": r.test_acc, "epsilon": r.epsilon, "sigma_dp": r.noise_multiplier, "sigma_w": r.noise_std, "steps": r.steps, "clamped": r.clamp_fraction, "curve": r.acc_curve})
+    return pd.DataFrame(rows)
+
+
+def dp_step_fn(
+    method: str,
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    noise_multiplier: float,
+    max_norm: float = 1.0,
+    lr: float = 1e-2,
+    omega: float = 0.5,
+    kappa: float = 0.7,
+    gamma: float | None = None,
+    seed: int = 0,
+) -> Callable[[], None]:
+    """A closure doing one full DP step of ``method`` on the fixed batch ``(x, y)`` (for benchmarks).
+
+    Per-example (two-point where the method uses it) gradients, clipping, noise with
+    ``expected_batch_size = len(x)``, and the optimizer update, exactly as in :func:`train_private`.
+    """
+    if method not in METHODS:
+        raise ValueError(f"method={method!r} is not known; use one of {list(METHODS)}")
+    gamma = (1.0 - kappa) / kappa if gamma is None else gamma
+    B = x.shape[0]
+    opt = make_optimizer(method, model.parameters(), noise_std=noise_multiplier * max_norm / B, lr=lr, omega=omega, kappa=kappa)
+    params = dict(model.named_parameters())
+    state = {"d": {k: torch.zeros_like(v) for k, v in params.items()}}
+    gen = torch.Generator().manual_seed(seed)
+    loss_fn = nn.functional.cross_entropy
+
+    def step() -> None:
+        if METHODS[method]["two_point"]:
+            u = two_point_grads(model, loss_fn, x, y, state["d"], kappa=kappa, gamma=gamma)
+        else:
+            u = per_example_grads(model, loss_fn, x, y)
+        g = privatize({k: u[k] for k in params}, max_norm=max_norm, noise_multiplier=noise_multiplier, expected_batch_size=B, generator=gen)
+        old = {k: v.detach().clone() for k, v in params.items()}
+        for k, p in params.items():
+            p.grad = g[k]
+        opt.step()
+        state["d"] = {k: params[k].detach() - old[k] for k in params}
+
+    return step

@@ -1,0 +1,929 @@
+"""Priority-Aware Shapley Value (PASV): exact values, an adjacent-swap MH sampler, data valuation.
+
+Reference: K. Lee, Z. Liu, W. Tang, Y. Zhang, "Priority-Aware Shapley Value", ICML 2026,
+arXiv:2602.09326. Equation numbers below are the paper's.
+
+Conventions
+-----------
+Players are ``0 .. n-1``. A precedence relation (a DAG / partial order) is stored as its
+strict transitive closure ``R``: a boolean ``(n, n)`` array with ``R[i, j]`` true iff
+``i`` must come before ``j`` (``i ≺ j``). An order ``π`` is an int array holding the players
+in arrival order; ``S_t = {π_1, .., π_t}`` is the prefix of length ``t``. Coalitions are
+boolean masks of shape ``(n,)`` or, for exact computations over all ``2**n`` coalitions, the
+bitmask ``sum(2**i for i in S)``.
+
+The PASV order distribution (eq. 4) on the linear extensions ``Π_⪯`` is
+
+.. math:: p(π) \\propto \\prod_{t=1}^{n} \\frac{|M_t|\\, λ_{π_t}}{\\sum_{k \\in M_t} λ_k},
+          \\qquad M_t = \\max_⪯(S_t) = \\{i \\in S_t : \\nexists j \\in S_t,\\ i ≺ j\\},
+
+and every value here is a random order value (eq. 1),
+``ψ_i(U) = E_{π∼p}[U(π^i ∪ {i}) − U(π^i)]``. Equal weights give the precedence Shapley
+value PSV (Prop. 3.1), an ordered partition gives the weighted Shapley value WSV (Prop. 3.2),
+and the empty DAG with equal weights the Shapley value SV.
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import permutations
+from typing import Callable, Sequence
+
+import numpy as np
+
+__all__ = [
+    "precedence_closure",
+    "block_closure",
+    "random_dag",
+    "ordered_partition_closure",
+    "topological_order",
+    "is_linear_extension",
+    "linear_extensions",
+    "maximal_elements",
+    "order_log_weights",
+    "order_distribution",
+    "feasible_masks",
+    "game_table",
+    "shapley_exact",
+    "rov_exact",
+    "pasv_exact",
+    "wsv_exact",
+    "PasvDP",
+    "AdjacentSwapSampler",
+    "sample_linear_extensions_rejection",
+    "uniform_permutations",
+    "CachedUtility",
+    "prefix_values",
+    "rov_estimate",
+    "priority_sweep",
+    "DataMarket",
+    "make_data_market",
+    "KNNUtility",
+    "CoalitionModelUtility",
+]
+
+
+# ----------------------------------------------------------------------------- posets
+
+
+def _check_weights(lam, n: int) -> np.ndarray:
+    lam = np.asarray(lam, dtype=float)
+    if lam.shape != (n,):
+        raise ValueError(f"weights must have shape ({n},), got {lam.shape}")
+    if not np.all(np.isfinite(lam)) or np.any(lam <= 0):
+        raise ValueError(f"weights must be finite and > 0 (λ_i > 0), got {lam}")
+    return lam
+
+
+def _check_closure(R) -> np.ndarray:
+    R = np.asarray(R)
+    if R.ndim != 2 or R.shape[0] != R.shape[1] or R.dtype != bool:
+        raise ValueError(f"a precedence closure must be a square boolean array, got shape {R.shape} dtype {R.dtype}")
+    return R
+
+
+def precedence_closure(n: int, edges: Sequence[tuple[int, int]] | np.ndarray) -> np.ndarray:
+    """Strict transitive closure of a DAG given by ``edges`` ``(i, j)`` meaning ``i ≺ j``.
+
+    Parameters
+    ----------
+    n : int
+        Number of players.
+    edges : sequence of (int, int)
+        Directed edges ``i -> j`` (``i`` must come before ``j``).
+
+    Returns
+    -------
+    R : ndarray of bool, shape (n, n)
+        ``R[i, j]`` is true iff there is a directed path ``i -> .. -> j`` (``i ≺ j``).
+
+    Raises
+    ------
+    ValueError
+        If a player index is out of range or the graph has a directed cycle (a partial
+        order is antisymmetric, Def. 2.1, so a cyclic precedence graph defines no order).
+    """
+    if not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n={n!r} must be a positive integer")
+    R = np.zeros((n, n), dtype=bool)
+    e = np.asarray(edges, dtype=int).reshape(-1, 2) if len(edges) else np.zeros((0, 2), dtype=int)
+    if e.size and (e.min() < 0 or e.max() >= n):
+        raise ValueError(f"edge endpoints must lie in 0..{n - 1}, got {e[(e < 0).any(1) | (e >= n).any(1)][0].tolist()}")
+    R[e[:, 0], e[:, 1]] = True
+    for k in range(n):  # Warshall: paths through k
+        R |= R[:, k : k + 1] & R[k : k + 1, :]
+    cyc = np.flatnonzero(np.diag(R))
+    if cyc.size:
+        raise ValueError(f"the precedence graph has a directed cycle through player(s) {cyc.tolist()}; it must be a DAG")
+    return R
+
+
+def block_closure(block_of: Sequence[int] | np.ndarray, block_edges: Sequence[tuple[int, int]]) -> np.ndarray:
+    """Player-level closure of a DAG over blocks: every member of block ``a`` precedes every member of ``b``.
+
+    This is how the paper encodes data lineage (Fig. 4): an edge between provider blocks stands
+    for all member-to-member edges.
+    """
+    block_of = np.asarray(block_of, dtype=int)
+    nb = int(block_of.max()) + 1
+    RB = precedence_closure(nb, block_edges)
+    return RB[block_of[:, None], block_of[None, :]]
+
+
+def ordered_partition_closure(blocks: Sequence[Sequence[int]]) -> np.ndarray:
+    """Closure of the ordered partition ``B_1 ≺ B_2 ≺ ..`` (every member of an earlier block precedes later ones)."""
+    members = [int(i) for b in blocks for i in b]
+    n = len(members)
+    if sorted(members) != list(range(n)):
+        raise ValueError(f"blocks must partition 0..{n - 1} exactly once, got {blocks}")
+    rank = np.empty(n, dtype=int)
+    for r, b in enumerate(blocks):
+        rank[list(b)] = r
+    return rank[:, None] < rank[None, :]
+
+
+def random_dag(n: int, edge_prob: float, random_state: int | np.random.Generator | None = None) -> np.ndarray:
+    """Closure of a random DAG: edge ``i -> j`` for ``i < j`` with probability ``edge_prob``, players relabelled at random."""
+    if not 0.0 <= edge_prob <= 1.0:
+        raise ValueError(f"edge_prob={edge_prob!r} must lie in [0, 1]")
+    rng = np.random.default_rng(random_state)
+    iu, ju = np.triu_indices(n, 1)
+    keep = rng.random(iu.size) < edge_prob
+    perm = rng.permutation(n)
+    return precedence_closure(n, np.stack([perm[iu[keep]], perm[ju[keep]]], 1))
+
+
+def topological_order(R: np.ndarray, random_state: int | np.random.Generator | None = None) -> np.ndarray:
+    """One linear extension of ``R`` (Kahn's algorithm); ties broken at random if ``random_state`` is given."""
+    R = _check_closure(R)
+    n = R.shape[0]
+    rng = None if random_state is None else np.random.default_rng(random_state)
+    placed = np.zeros(n, dtype=bool)
+    order = np.empty(n, dtype=int)
+    npred = R.sum(0)
+    for t in range(n):
+        avail = np.flatnonzero(~placed & (npred == 0))
+        x = avail[0] if rng is None else rng.choice(avail)
+        order[t] = x
+        placed[x] = True
+        npred = npred - R[x]
+        npred[x] = -1
+    return order
+
+
+def is_linear_extension(orders: np.ndarray, R: np.ndarray) -> np.ndarray:
+    """Whether each row of ``orders`` (m, n) respects ``R``: ``i ≺ j`` ⇒ ``i`` appears before ``j``."""
+    orders = np.atleast_2d(orders)
+    pos = np.argsort(orders, axis=1)  # (m, n) position of each player
+    ii, jj = np.nonzero(R)
+    return np.all(pos[:, ii] < pos[:, jj], axis=1)
+
+
+def linear_extensions(R: np.ndarray, max_count: int = 2_000_000) -> np.ndarray:
+    """All linear extensions ``Π_⪯`` of ``R`` (Def. 2.2), as an int array (|Π_⪯|, n), lexicographic.
+
+    Built breadth-first: a partial order is extended by every player whose predecessors are
+    all placed. Raises ``ValueError`` if there would be more than ``max_count``.
+    """
+    R = _check_closure(R)
+    n = R.shape[0]
+    partial = np.zeros((1, 0), dtype=np.int64)
+    placed = np.zeros((1, n), dtype=bool)
+    RT = R.T  # RT[j] = predecessors of j
+    for _t in range(n):
+        # avail[m, j]: j not placed and all predecessors of j placed
+        avail = ~placed & ~np.any(RT[None, :, :] & ~placed[:, None, :], axis=2)
+        rows, cols = np.nonzero(avail)
+        if rows.size > max_count:
+            raise ValueError(f"more than max_count={max_count} linear extensions; use the MH sampler instead")
+        partial = np.concatenate([partial[rows], cols[:, None]], axis=1)
+        placed = placed[rows].copy()
+        placed[np.arange(rows.size), cols] = True
+    return partial
+
+
+def maximal_elements(mask: np.ndarray, R: np.ndarray) -> np.ndarray:
+    """``max_⪯(S) = {i ∈ S : no j ∈ S with i ≺ j}`` (Def. 2.5) for boolean masks ``(..., n)``."""
+    mask = np.asarray(mask, dtype=bool)
+    has_succ = (mask.astype(np.int64) @ R.T.astype(np.int64)) > 0  # (..., n): some successor in S
+    return mask & ~has_succ
+
+
+def order_log_weights(orders: np.ndarray, R: np.ndarray, lam) -> np.ndarray:
+    """Unnormalised log PASV probability of each order (eq. 4).
+
+    .. math:: \\log \\tilde p(π) = \\sum_{t=1}^n \\Big[\\log |M_t| + \\log λ_{π_t}
+              - \\log \\sum_{k \\in M_t} λ_k\\Big]
+
+    Parameters
+    ----------
+    orders : int array (m, n)
+        Linear extensions of ``R`` (not checked; use :func:`is_linear_extension`).
+    R : bool array (n, n)
+        Strict precedence closure.
+    lam : array (n,)
+        Positive priority weights ``λ``.
+
+    Returns
+    -------
+    ndarray (m,)
+        ``log p̃(π)``; equal weights give 0 for every order (Prop. 3.1).
+    """
+    orders = np.atleast_2d(np.asarray(orders, dtype=int))
+    m, n = orders.shape
+    lam = _check_weights(lam, n)
+    pos = np.argsort(orders, axis=1)  # (m, n)
+    # fsp[m, i]: earliest position of a successor of i (n if none)
+    fsp = np.full((m, n), n, dtype=np.int64)
+    for i in range(n):
+        if R[i].any():
+            fsp[:, i] = pos[:, R[i]].min(axis=1)
+    logw = np.zeros(m)
+    for t in range(n):  # prefix S holds positions 0..t
+        M = (pos <= t) & (fsp > t)  # (m, n) maximal elements of the prefix
+        logw += np.log(M.sum(1)) + np.log(lam[orders[:, t]]) - np.log(M @ lam)
+    return logw
+
+
+def order_distribution(R: np.ndarray, lam) -> tuple[np.ndarray, np.ndarray]:
+    """Exact PASV order distribution by enumeration: ``(orders (m, n), probs (m,))`` (eq. 4)."""
+    orders = linear_extensions(R)
+    lw = order_log_weights(orders, R, lam)
+    p = np.exp(lw - lw.max())
+    return orders, p / p.sum()
+
+
+# ----------------------------------------------------------------------------- exact values
+
+
+def _popcount(x: np.ndarray) -> np.ndarray:
+    return np.bitwise_count(x.astype(np.uint64)).astype(np.int64)
+
+
+def _bits(masks: np.ndarray, n: int) -> np.ndarray:
+    """Bitmasks (m,) -> boolean membership (m, n)."""
+    return ((masks[:, None] >> np.arange(n, dtype=np.int64)[None, :]) & 1).astype(bool)
+
+
+def feasible_masks(R: np.ndarray) -> np.ndarray:
+    """Bitmasks of all feasible (downward-closed) sets ``S`` (Def. 2.4), sorted; ``n <= 24``."""
+    R = _check_closure(R)
+    n = R.shape[0]
+    if n > 24:
+        raise ValueError(f"exact enumeration of feasible sets needs n <= 24, got n={n}")
+    masks = np.arange(2**n, dtype=np.int64)
+    predmask = (R.T.astype(np.int64) << np.arange(n, dtype=np.int64)[None, :]).sum(1)  # predecessors of j
+    ok = np.ones(masks.size, dtype=bool)
+    for j in range(n):
+        inj = (masks >> j) & 1 == 1
+        ok &= ~inj | ((masks & predmask[j]) == predmask[j])
+    return masks[ok]
+
+
+def game_table(fn: Callable[[np.ndarray], np.ndarray], n: int, masks: np.ndarray | None = None) -> np.ndarray:
+    """Tabulate a utility on coalitions: returns ``U`` of length ``2**n`` indexed by bitmask.
+
+    ``fn`` takes a boolean array (m, n) of coalitions and returns (m,) values. Only ``masks``
+    (default: all ``2**n``) are evaluated; the others are NaN.
+    """
+    if n > 24:
+        raise ValueError(f"a full game table needs n <= 24, got n={n}")
+    masks = np.arange(2**n, dtype=np.int64) if masks is None else np.asarray(masks, dtype=np.int64)
+    U = np.full(2**n, np.nan)
+    U[masks] = np.asarray(fn(_bits(masks, n)), dtype=float)
+    return U
+
+
+def shapley_exact(U: np.ndarray) -> np.ndarray:
+    """Shapley value from a full game table (subset formula, Shapley 1953).
+
+    .. math:: ψ_i = \\sum_{S \\subseteq [n] \\setminus i} \\frac{|S|!(n-|S|-1)!}{n!}\\,[U(S \\cup i) - U(S)]
+    """
+    U = np.asarray(U, dtype=float)
+    n = int(round(math.log2(U.size)))
+    if 2**n != U.size or np.isnan(U).any():
+        raise ValueError(f"U must be a full table of length 2**n without NaN, got length {U.size}")
+    masks = np.arange(2**n, dtype=np.int64)
+    size = _popcount(masks)
+    fact = np.array([math.factorial(k) for k in range(n + 1)], dtype=float)
+    psi = np.zeros(n)
+    for i in range(n):
+        S = masks[(masks >> i) & 1 == 0]
+        s = size[S]
+        w = fact[s] * fact[n - s - 1] / fact[n]
+        psi[i] = np.sum(w * (U[S | (1 << i)] - U[S]))
+    return psi
+
+
+def rov_exact(U: np.ndarray, orders: np.ndarray, probs: np.ndarray) -> np.ndarray:
+    """Random order value (eq. 1) from an explicit order distribution and a game table."""
+    orders = np.atleast_2d(orders)
+    m, n = orders.shape
+    prefix = np.concatenate([np.zeros((m, 1), dtype=np.int64), np.cumsum(1 << orders.astype(np.int64), axis=1)], 1)
+    vals = U[prefix]  # (m, n+1)
+    mc = np.zeros((m, n))
+    mc[np.arange(m)[:, None], orders] = np.diff(vals, axis=1)
+    return probs @ mc
+
+
+def pasv_exact(U: np.ndarray, R: np.ndarray, lam=None) -> np.ndarray:
+    """PASV (or PSV when ``lam`` is None) by enumerating the linear extensions (eqs. 1 and 4)."""
+    n = R.shape[0]
+    lam = np.ones(n) if lam is None else lam
+    orders, p = order_distribution(R, lam)
+    return rov_exact(U, orders, p)
+
+
+def wsv_exact(U: np.ndarray, blocks: Sequence[Sequence[int]], lam) -> np.ndarray:
+    """Weighted Shapley value (Kalai & Samet 1987) for an ordered partition, via its backward definition (eq. 3).
+
+    The last player is drawn from the last block with probability ``∝ λ``, removed, and so on:
+    ``p_WSV(π) = Π_t λ_{π_t} / Σ_{j ∈ max(S_t)} λ_j``. Computed by recursion over the remaining
+    set, independently of :func:`order_log_weights`.
+    """
+    n = sum(len(b) for b in blocks)
+    lam = _check_weights(lam, n)
+    psi = np.zeros(n)
+
+    def rec(remaining: list[list[int]], mask: int, prob: float) -> None:
+        # remaining: non-empty blocks still to empty, in order; mask: current coalition
+        if not remaining:
+            return
+        last = remaining[-1]
+        tot = sum(lam[j] for j in last)
+        for x in last:
+            px = prob * lam[x] / tot
+            rest = [j for j in last if j != x]
+            psi[x] += px * (U[mask] - U[mask & ~(1 << x)])
+            rec(remaining[:-1] + ([rest] if rest else []), mask & ~(1 << x), px)
+
+    rec([list(b) for b in blocks if len(b)], 2**n - 1, 1.0)
+    return psi
+
+
+class PasvDP:
+    """Exact PASV quantities by dynamic programming over feasible sets (App. D.1.1, eqs. 29–31).
+
+    With ``w(x; S) = λ_x |M(S)| / Σ_{j∈M(S)} λ_j`` for ``x ∈ M(S)`` the forward mass is
+    ``Z(S) = Σ_{x∈M(S)} w(x;S) Z(S∖x)``, ``Z(∅) = 1``, and the backward mass
+    ``Y(S) = Σ_{x∉S, S∪x feasible} w(x; S∪x) Y(S∪x)``, ``Y([n]) = 1``. The probability that
+    ``x`` joins right after the feasible prefix ``S∖x`` is ``q(S, x) = Z(S∖x) w(x;S) Y(S) / Z([n])``.
+    Cost ``O(#feasible · n)``, so this is exact for ``n`` up to ~20 where enumerating orders is not.
+
+    Parameters
+    ----------
+    R : bool array (n, n)
+        Strict precedence closure.
+    lam : array (n,), optional
+        Priority weights (default equal: PSV).
+    """
+
+    def __init__(self, R: np.ndarray, lam=None):
+        self.R = _check_closure(R)
+        n = self.n = R.shape[0]
+        self.lam = _check_weights(np.ones(n) if lam is None else lam, n)
+        self.masks = feasible_masks(R)  # (F,)
+        F = self.masks.size
+        index = np.full(2**n, -1, dtype=np.int64)
+        index[self.masks] = np.arange(F)
+        member = _bits(self.masks, n)  # (F, n)
+        M = maximal_elements(member, R)  # (F, n)
+        lamM = M @ self.lam
+        with np.errstate(invalid="ignore", divide="ignore"):
+            w = np.where(M, self.lam[None, :] * M.sum(1, keepdims=True) / lamM[:, None], 0.0)  # (F, n)
+        size = _popcount(self.masks)
+        Z = np.zeros(F)
+        Z[index[0]] = 1.0
+        sub = np.where(M, index[self.masks[:, None] ^ (1 << np.arange(n))[None, :]], -1)  # (F, n) index of S∖x
+        for s in range(1, n + 1):
+            rows = np.flatnonzero(size == s)
+            Z[rows] = np.sum(np.where(M[rows], w[rows] * Z[np.maximum(sub[rows], 0)], 0.0), axis=1)
+        Y = np.zeros(F)
+        Y[index[2**n - 1]] = 1.0
+        for s in range(n - 1, -1, -1):
+            rows = np.flatnonzero(size == s)
+            sup = index[self.masks[rows, None] | (1 << np.arange(n))[None, :]]  # (r, n) index of S∪x
+            ok = (sup >= 0) & ~member[rows]
+            Y[rows] = np.sum(np.where(ok, w[np.maximum(sup, 0), np.arange(n)[None, :]] * Y[np.maximum(sup, 0)], 0.0), 1)
+        self.Z, self.Y, self.index, self.member, self.M, self.w, self.sub = Z, Y, index, member, M, w, sub
+        self.total = Z[index[2**n - 1]]
+        # q[S, x]: probability that the prefix after x joins is exactly S (x ∈ M(S))
+        self.q = np.where(M, Z[np.maximum(sub, 0)] * w * Y[:, None], 0.0) / self.total
+
+    def values(self, U: np.ndarray) -> np.ndarray:
+        """PASV ``ψ_i = Σ_{S ∋ i} q(S, i) [U(S) − U(S∖i)]`` from a table ``U`` (NaN allowed off feasible sets)."""
+        n = self.n
+        Uf = U[self.masks]  # (F,)
+        Usub = np.where(self.M, U[self.masks[:, None] & ~(1 << np.arange(n))[None, :]], 0.0)
+        return np.sum(self.q * (Uf[:, None] - Usub), axis=0)
+
+    def precedence_probs(self) -> np.ndarray:
+        """``P[a, b] = P_{π∼p}(a before b)`` (eqs. 29–31), shape (n, n)."""
+        return self.q.T @ (~self.member).astype(float)
+
+    def last_of_probs(self, T: Sequence[int]) -> np.ndarray:
+        """``P(i is the last member of T to arrive)`` for each ``i``: the PASV of the unanimity game ``u_T``."""
+        tm = sum(1 << int(i) for i in T)
+        covers = (self.masks & tm) == tm  # S ⊇ T
+        return np.sum(self.q * covers[:, None] * self.M, axis=0) * np.isin(np.arange(self.n), T)
+
+
+# ----------------------------------------------------------------------------- samplers
+
+
+class AdjacentSwapSampler:
+    """Adjacent-swap Metropolis–Hastings sampler for the PASV order distribution (Alg. 1, Lemma 4.1).
+
+    Each step draws ``k`` uniformly from the ``n − 1`` adjacent position pairs; if ``π_k`` and
+    ``π_{k+1}`` are incomparable under the closure, the swap is accepted with probability
+
+    .. math:: α = \\min\\Big\\{1, \\frac{\\sum_{i∈M_k} λ_i/|M_k|}{\\sum_{j∈M'_k} λ_j/|M'_k|}\\Big\\},
+              \\quad M_k = \\max_⪯(S_k),\\ M'_k = \\max_⪯(S_{k-1} ∪ \\{π_{k+1}\\}).
+
+    ``n_chains`` independent chains run in lock-step (vectorised). Each chain keeps, for every
+    player, the earliest position of any of its successors, so ``M_k`` and ``M'_k`` cost O(n).
+
+    Parameters
+    ----------
+    R : bool array (n, n)
+        Strict precedence closure (transitive, so "incomparable" is exact).
+    lam : array (n,), optional
+        Positive weights; default equal (PSV).
+    n_chains : int
+        Chains run in parallel.
+    init : {"topological", "random"}
+        Start every chain at the same Kahn order, or at a random topological order each.
+    random_state : int or Generator, optional
+    """
+
+    def __init__(self, R: np.ndarray, lam=None, *, n_chains: int = 64, init: str = "topological", random_state=None):
+        self.R = _check_closure(R)
+        n = self.n = R.shape[0]
+        if n < 2:
+            raise ValueError(f"the sampler needs n >= 2 players, got n={n}")
+        self.lam = _check_weights(np.ones(n) if lam is None else lam, n)
+        if not isinstance(n_chains, (int, np.integer)) or n_chains < 1:
+            raise ValueError(f"n_chains={n_chains!r} must be a positive integer")
+        if init not in ("topological", "random"):
+            raise ValueError(f"init={init!r}; use 'topological' or 'random'")
+        self.n_chains = int(n_chains)
+        self.rng = np.random.default_rng(random_state)
+        self.RT = np.ascontiguousarray(R.T)  # RT[b] = predecessors of b
+        C = self.n_chains
+        if init == "topological":
+            start = topological_order(R)
+            self.perm = np.tile(start, (C, 1))
+        else:
+            self.perm = np.stack([topological_order(R, self.rng) for _ in range(C)])
+        self.pos = np.argsort(self.perm, axis=1)
+        self.fsp = np.full((C, n), n, dtype=np.int64)  # earliest successor position
+        for i in range(n):
+            if R[i].any():
+                self.fsp[:, i] = self.pos[:, R[i]].min(axis=1)
+        self.n_steps = 0
+        self.n_proposed = 0
+        self.n_accepted = 0
+
+    def step(self, n_steps: int = 1) -> "AdjacentSwapSampler":
+        """Advance every chain by ``n_steps`` MH steps."""
+        C, n = self.n_chains, self.n
+        rows = np.arange(C)
+        lam = self.lam
+        perm, pos, fsp, R, RT = self.perm, self.pos, self.fsp, self.R, self.RT
+        for _ in range(int(n_steps)):
+            k = self.rng.integers(0, n - 1, size=C)  # swap positions k, k+1 (0-based)
+            u = self.rng.random(C)
+            a = perm[rows, k]
+            b = perm[rows, k + 1]
+            ok = ~R[a, b]  # incomparable (a is before b, so b ≺ a is impossible)
+            kk = k[:, None]
+            # M_k: maximal elements of positions 0..k (contains a)
+            M_old = (pos <= kk) & (fsp > kk)
+            # M'_k: maximal elements of positions 0..k-1 plus b
+            M_new = (pos < kk) & (fsp >= kk) & ~RT[b]
+            M_new[rows, b] = True
+            ratio = (M_old @ lam / M_old.sum(1)) / (M_new @ lam / M_new.sum(1))
+            acc = ok & (u < ratio)
+            self.n_proposed += int(ok.sum())
+            self.n_accepted += int(acc.sum())
+            if acc.any():
+                r, ka, a_, b_ = rows[acc], k[acc], a[acc], b[acc]
+                perm[r, ka], perm[r, ka + 1] = b_, a_
+                pos[r, a_], pos[r, b_] = ka + 1, ka
+                pa, pb = RT[a_], RT[b_]  # (r, n) predecessors of a, b
+                upd = (pa | pb) & (fsp[r] >= ka[:, None])
+                newv = np.where(pb, ka[:, None], ka[:, None] + 1)
+                fsp[r] = np.where(upd, newv, fsp[r])
+        self.n_steps += int(n_steps)
+        return self
+
+    @property
+    def acceptance_rate(self) -> float:
+        """Accepted / proposed swaps (proposals of comparable neighbours excluded)."""
+        return self.n_accepted / max(self.n_proposed, 1)
+
+    def sample(self, n_samples: int, *, burn_in: int, thin: int) -> np.ndarray:
+        """Run ``burn_in`` steps, then keep every chain's state every ``thin`` steps.
+
+        Returns an int array (n_samples, n) of orders; samples ``c, c + n_chains, ..`` come from chain ``c``.
+        """
+        if burn_in < 0 or thin < 1 or n_samples < 1:
+            raise ValueError(f"need burn_in >= 0, thin >= 1, n_samples >= 1; got {burn_in}, {thin}, {n_samples}")
+        self.step(burn_in)
+        out = []
+        got = 0
+        while got < n_samples:
+            self.step(thin)
+            out.append(self.perm.copy())
+            got += self.n_chains
+        return np.concatenate(out, axis=0)[:n_samples]
+
+
+def uniform_permutations(n: int, n_samples: int, random_state=None) -> np.ndarray:
+    """``n_samples`` uniform random permutations of ``n`` players (the SV's order distribution), (n_samples, n)."""
+    rng = np.random.default_rng(random_state)
+    return np.argsort(rng.random((n_samples, n)), axis=1)
+
+
+def sample_linear_extensions_rejection(
+    R: np.ndarray, n_samples: int, random_state=None, *, batch: int = 4096, max_draws: int = 50_000_000
+) -> tuple[np.ndarray, int]:
+    """Uniform linear extensions by rejection from uniform permutations (the naive baseline).
+
+    Returns ``(orders (n_samples, n), number of permutations drawn)``. Each kept order is an
+    exact draw from ``Uniform(Π_⪯)``; the acceptance rate is ``|Π_⪯| / n!``.
+    """
+    rng = np.random.default_rng(random_state)
+    n = R.shape[0]
+    kept, drawn, got = [], 0, 0
+    while got < n_samples:
+        if drawn >= max_draws:
+            raise ValueError(f"rejection sampling drew {drawn} permutations without enough linear extensions")
+        P = uniform_permutations(n, batch, rng)
+        drawn += batch
+        ok = is_linear_extension(P, R)
+        kept.append(P[ok])
+        got += int(ok.sum())
+    out = np.concatenate(kept)[:n_samples]
+    return out, drawn
+
+
+# ----------------------------------------------------------------------------- estimation
+
+
+class CachedUtility:
+    """Wrap a utility of a boolean coalition mask with a cache and call counters.
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(mask: bool array (n,)) -> float``.
+    n : int
+        Number of players.
+
+    Attributes
+    ----------
+    n_calls : int
+        Evaluations of ``fn`` (cache misses).
+    n_queries : int
+        Look-ups, cached or not.
+    """
+
+    def __init__(self, fn: Callable[[np.ndarray], float], n: int):
+        self.fn, self.n = fn, int(n)
+        self.cache: dict[bytes, float] = {}
+        self.n_calls = 0
+        self.n_queries = 0
+
+    def __call__(self, mask: np.ndarray) -> float:
+        mask = np.asarray(mask, dtype=bool)
+        if mask.shape != (self.n,):
+            raise ValueError(f"a coalition mask must have shape ({self.n},), got {mask.shape}")
+        key = np.packbits(mask).tobytes()
+        self.n_queries += 1
+        if key not in self.cache:
+            self.cache[key] = float(self.fn(mask))
+            self.n_calls += 1
+        return self.cache[key]
+
+    def values_along(self, orders: np.ndarray) -> np.ndarray:
+        """``U(S_0), .., U(S_n)`` along each order, (m, n+1)."""
+        orders = np.atleast_2d(orders)
+        m, n = orders.shape
+        out = np.empty((m, n + 1))
+        for r in range(m):
+            mask = np.zeros(n, dtype=bool)
+            out[r, 0] = self(mask)
+            for t in range(n):
+                mask[orders[r, t]] = True
+                out[r, t + 1] = self(mask)
+        return out
+
+
+def prefix_values(utility, orders: np.ndarray) -> np.ndarray:
+    """Utility of every prefix of every order, (m, n+1): uses ``utility.values_along`` or a game table."""
+    orders = np.atleast_2d(orders)
+    if hasattr(utility, "values_along"):
+        return utility.values_along(orders)
+    U = np.asarray(utility)
+    m = orders.shape[0]
+    prefix = np.concatenate([np.zeros((m, 1), dtype=np.int64), np.cumsum(1 << orders.astype(np.int64), axis=1)], 1)
+    return U[prefix]
+
+
+def rov_estimate(values: np.ndarray, orders: np.ndarray, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Monte Carlo random order value (eq. 1) with standard errors.
+
+    Parameters
+    ----------
+    values : array (m, n+1)
+        ``U`` along each order's prefixes (:func:`prefix_values`).
+    orders : int array (m, n)
+        The sampled orders.
+    weights : array (m,), optional
+        Importance weights (self-normalised): ``ψ̂ = Σ w·Δ / Σ w``.
+
+    Returns
+    -------
+    psi : array (n,)
+        Estimated values.
+    se : array (n,)
+        Standard errors: ``sd/√m`` for plain averages (treats retained orders as independent),
+        the delta-method ``sqrt(Σ w²(Δ − ψ̂)²)/Σ w`` for weighted ones.
+    """
+    orders = np.atleast_2d(orders)
+    m, n = orders.shape
+    if values.shape != (m, n + 1):
+        raise ValueError(f"values must have shape ({m}, {n + 1}), got {values.shape}")
+    mc = np.zeros((m, n))
+    mc[np.arange(m)[:, None], orders] = np.diff(values, axis=1)
+    if weights is None:
+        psi = mc.mean(0)
+        se = mc.std(0, ddof=1) / np.sqrt(m) if m > 1 else np.full(n, np.inf)
+        return psi, se
+    w = np.asarray(weights, dtype=float)
+    if w.shape != (m,) or np.any(w < 0) or w.sum() <= 0:
+        raise ValueError("weights must be non-negative, shape (m,), with a positive sum")
+    psi = w @ mc / w.sum()
+    se = np.sqrt((w[:, None] ** 2 * (mc - psi) ** 2).sum(0)) / w.sum()
+    return psi, se
+
+
+def priority_sweep(
+    value_fn: Callable[[np.ndarray], np.ndarray], lam_base, group: Sequence[int], factors: Sequence[float]
+) -> np.ndarray:
+    """Priority sweeping: scale the weights of ``group`` by each factor (others fixed), record the values.
+
+    Parameters
+    ----------
+    value_fn : callable
+        ``value_fn(lam) -> (n,)`` values (exact or estimated PASV under weights ``lam``).
+    lam_base : array (n,)
+        Weights of everyone else.
+    group : sequence of int
+        Players whose weight is multiplied by each factor.
+    factors : sequence of float
+        E.g. ``2.0 ** np.arange(-8, 9)``.
+
+    Returns
+    -------
+    ndarray (len(factors), n)
+    """
+    lam_base = np.asarray(lam_base, dtype=float)
+    out = []
+    for f in factors:
+        if not f > 0:
+            raise ValueError(f"sweep factors must be > 0, got {f}")
+        lam = lam_base.copy()
+        lam[list(group)] *= f
+        out.append(np.asarray(value_fn(lam), dtype=float))
+    return np.stack(out)
+
+
+# ----------------------------------------------------------------------------- data valuation
+
+
+PROVIDERS = ("Owner", "Anchor", "Booster", "Copier", "Poisoner")
+BLOCKS = ("Owner", "Anchor", "Booster|O", "Booster|A", "Copier|O", "Copier|A", "Poisoner|O", "Poisoner|A")
+# Owner -> Anchor; Owner -> the Owner-derived half of each reuser; Anchor -> the Anchor-derived half (Fig. 4)
+BLOCK_EDGES = ((0, 1), (0, 2), (1, 3), (0, 4), (1, 5), (0, 6), (1, 7))
+BLOCK_PROVIDER = np.array([0, 1, 2, 2, 3, 3, 4, 4])
+
+
+class DataMarket:
+    """A data market on scikit-learn's digits (a stand-in for the paper's MNIST market, Sec. 5.1).
+
+    Attributes
+    ----------
+    X, y : arrays (n, 64), (n,)
+        Training points of all providers, block by block.
+    block : int array (n,)
+        Block of each point (index into ``BLOCKS``).
+    provider : int array (n,)
+        Provider of each point (index into ``PROVIDERS``).
+    X_test, y_test : arrays
+        Balanced held-out test set.
+    """
+
+    def __init__(self, X, y, block, X_test, y_test):
+        self.X, self.y, self.block = X, y, block
+        self.provider = BLOCK_PROVIDER[block]
+        self.X_test, self.y_test = X_test, y_test
+
+    @property
+    def n(self) -> int:
+        return len(self.y)
+
+    def closure(self) -> np.ndarray:
+        """Point-level precedence closure of the lineage DAG (Fig. 4)."""
+        return block_closure(self.block, BLOCK_EDGES)
+
+    def weights(self, b: float, c: Sequence[float] = (0, 1, 0, 2, 2)) -> np.ndarray:
+        """``λ = b**c[provider]`` with ``c = (Owner, Anchor, Booster, Copier, Poisoner)`` exponents."""
+        return float(b) ** np.asarray(c, dtype=float)[self.provider]
+
+
+def _rotate(img: np.ndarray, angle: float) -> np.ndarray:
+    from scipy.ndimage import rotate
+
+    return rotate(img.reshape(8, 8), angle, reshape=False, order=1, mode="constant").ravel()
+
+
+def make_data_market(n_per_half: int = 10, n_test_per_class: int = 30, random_state=None) -> DataMarket:
+    """Build the digits data market with lineage (stand-in for the paper's MNIST market).
+
+    Providers (each ``2 * n_per_half`` points): **Owner** (original digits, classes balanced);
+    **Anchor** (each Owner-derived parent rotated by ±(15–30)°: a classical augmentation);
+    **Booster** (half synthesised from Owner, half from Anchor: the mean of two same-class parents
+    plus Gaussian noise, a crude class-conditional generator standing in for GAN/diffusion
+    samples); **Copier** (exact copies, half of Owner, half of Anchor points); **Poisoner** (copies
+    like Copier, labels replaced by a random other class). Pixel values are scaled to [0, 1].
+    """
+    from sklearn.datasets import load_digits
+
+    rng = np.random.default_rng(random_state)
+    if n_per_half < 1 or n_test_per_class < 1:
+        raise ValueError(f"n_per_half={n_per_half} and n_test_per_class={n_test_per_class} must be >= 1")
+    Xall, yall = load_digits(return_X_y=True)
+    Xall = Xall / 16.0
+    idx = rng.permutation(len(yall))
+    test = np.concatenate([idx[yall[idx] == c][:n_test_per_class] for c in range(10)])
+    pool = np.setdiff1d(idx, test)
+    pool = pool[rng.permutation(pool.size)]
+    m = 2 * n_per_half
+    # balanced Owner: cycle over classes
+    by_class = [pool[yall[pool] == c] for c in range(10)]
+    owner = np.array([by_class[i % 10][i // 10] for i in range(m)])
+    Xo, yo = Xall[owner], yall[owner]
+    angles = rng.uniform(15, 30, m) * rng.choice([-1, 1], m)
+    Xa = np.stack([_rotate(x, a) for x, a in zip(Xo, angles)])
+    ya = yo.copy()
+
+    def synth(Xp, yp, count):
+        out_x, out_y = [], []
+        for _ in range(count):
+            i = rng.integers(len(yp))
+            same = np.flatnonzero(yp == yp[i])
+            j = rng.choice(same)
+            x = 0.5 * (Xp[i] + Xp[j]) + rng.normal(0, 0.08, Xp.shape[1])
+            out_x.append(np.clip(x, 0, 1))
+            out_y.append(yp[i])
+        return np.array(out_x), np.array(out_y)
+
+    h = n_per_half
+    XbO, ybO = synth(Xo, yo, h)
+    XbA, ybA = synth(Xa, ya, h)
+    co, ca = rng.choice(m, h, replace=False), rng.choice(m, h, replace=False)
+    po, pa = rng.choice(m, h, replace=False), rng.choice(m, h, replace=False)
+
+    def flip(y):
+        return (y + rng.integers(1, 10, size=y.size)) % 10
+
+    X = np.concatenate([Xo, Xa, XbO, XbA, Xo[co], Xa[ca], Xo[po], Xa[pa]])
+    y = np.concatenate([yo, ya, ybO, ybA, yo[co], ya[ca], flip(yo[po]), flip(ya[pa])])
+    block = np.repeat(np.arange(8), [m, m, h, h, h, h, h, h])
+    return DataMarket(X, y, block, Xall[test], yall[test])
+
+
+class KNNUtility:
+    """Test accuracy of a k-NN classifier retrained on a coalition of training points (Sec. 5.1).
+
+    ``U(S)`` is the accuracy on the test set of the majority vote among the ``min(k, |S|)``
+    nearest members of ``S`` (Euclidean; a tied vote goes to the class whose members have the
+    smaller sum of distance ranks, then to the smaller label);
+    ``U(∅) = 1 / n_classes``, the accuracy of a constant guess on a balanced test set.
+    :meth:`values_along` computes all prefixes of many orders at once, incrementally.
+    """
+
+    def __init__(self, X, y, X_test, y_test, k: int = 5, n_classes: int = 10):
+        if not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"k={k!r} must be a positive integer")
+        self.k, self.n_classes = int(k), int(n_classes)
+        self.y = np.asarray(y, dtype=int)
+        self.y_test = np.asarray(y_test, dtype=int)
+        d2 = (X_test**2).sum(1)[:, None] + (X**2).sum(1)[None, :] - 2 * X_test @ X.T
+        # rank-based distances make ties impossible and the result deterministic
+        self.rank = np.argsort(np.argsort(d2, axis=1, kind="stable"), axis=1).astype(np.int64)  # (T, n)
+        self.n = len(self.y)
+        self.n_calls = 0
+
+    def __call__(self, mask: np.ndarray) -> float:
+        mask = np.asarray(mask, dtype=bool)
+        if mask.shape != (self.n,):
+            raise ValueError(f"a coalition mask must have shape ({self.n},), got {mask.shape}")
+        self.n_calls += 1
+        if not mask.any():
+            return 1.0 / self.n_classes
+        idx = np.flatnonzero(mask)
+        r = self.rank[:, idx]  # (T, s)
+        kk = min(self.k, idx.size)
+        nn = np.argsort(r, axis=1)[:, :kk]  # (T, kk) nearest first
+        lab = self.y[idx][nn]  # (T, kk)
+        rk = np.take_along_axis(r, nn, axis=1)
+        onehot = lab[..., None] == np.arange(self.n_classes)  # (T, kk, C)
+        score = np.sum(onehot * (self._tie - rk[..., None]), axis=1)  # (T, C), integers: exact ties
+        return float(np.mean(score.argmax(-1) == self.y_test))
+
+    @property
+    def _tie(self) -> int:
+        # score_c = (k·n + 1)·count_c − Σ_{members of c} rank: the count decides, the rank sum breaks ties
+        return self.k * self.n + 1
+
+    def values_along(self, orders: np.ndarray, batch: int = 128) -> np.ndarray:
+        """Accuracy after each prefix of each order, (m, n+1), by incremental top-k and vote updates."""
+        orders = np.atleast_2d(orders)
+        m, n = orders.shape
+        T, k, C = self.rank.shape[0], self.k, self.n_classes
+        out = np.empty((m, n + 1))
+        out[:, 0] = 1.0 / C
+        self.n_calls += m * n
+        for s in range(0, m, batch):
+            o = orders[s : s + batch]  # (B, n)
+            B = o.shape[0]
+            D = self.rank[:, o].transpose(1, 2, 0).copy()  # (B, n, T) distance rank of each arrival
+            L = self.y[o]  # (B, n)
+            BT = B * T
+            topd = np.full((BT, k), n, dtype=np.int64)  # rank n: empty slot (ranks are 0..n-1)
+            topl = np.full((BT, k), -1, dtype=np.int64)  # -1: empty slot
+            score = np.zeros((BT, C), dtype=np.int64)
+            flat = np.arange(BT)
+            yt = np.tile(self.y_test, B)
+            for t in range(n):
+                d = D[:, t, :].ravel()  # (BT,)
+                lab = np.repeat(L[:, t], T)
+                worst = topd.argmax(-1)
+                wv = topd[flat, worst]
+                rep = np.flatnonzero(d < wv)
+                old = topl[rep, worst[rep]]
+                had = old >= 0
+                score[rep[had], old[had]] -= self._tie - wv[rep[had]]
+                score[rep, lab[rep]] += self._tie - d[rep]
+                topd[rep, worst[rep]] = d[rep]
+                topl[rep, worst[rep]] = lab[rep]
+                out[s : s + B, t + 1] = (score.argmax(-1) == yt).reshape(B, T).mean(1)
+        return out
+
+
+class CoalitionModelUtility:
+    """Utility of a coalition of *providers* (blocks): a model retrained on their pooled data, scored on a test set.
+
+    ``U(G) = score(model fitted on ⋃_{g∈G} data_g)``; ``U(∅) = empty_value``. Values are cached by
+    coalition, so an exact computation over ``2**n_groups`` coalitions trains each model once.
+
+    Parameters
+    ----------
+    make_model : callable
+        Returns a fresh scikit-learn estimator (``fit``/``score``).
+    X, y : arrays
+        Pooled training data; ``groups[i]`` is the provider/block of point ``i``.
+    X_test, y_test : arrays
+    empty_value : float
+    """
+
+    def __init__(self, make_model, X, y, groups, X_test, y_test, empty_value: float = 0.1):
+        self.make_model, self.X, self.y = make_model, X, np.asarray(y)
+        self.groups = np.asarray(groups, dtype=int)
+        self.n = int(self.groups.max()) + 1
+        self.X_test, self.y_test, self.empty_value = X_test, y_test, float(empty_value)
+        self.cache: dict[int, float] = {}
+        self.n_fits = 0
+
+    def value(self, mask: np.ndarray) -> float:
+        mask = np.asarray(mask, dtype=bool)
+        if mask.shape != (self.n,):
+            raise ValueError(f"a coalition mask must have shape ({self.n},), got {mask.shape}")
+        key = int(np.sum(mask.astype(np.int64) << np.arange(self.n)))
+        if key not in self.cache:
+            if not mask.any():
+                self.cache[key] = self.empty_value
+            else:
+                rows = mask[self.groups]
+                model = self.make_model().fit(self.X[rows], self.y[rows])
+                self.cache[key] = float(model.score(self.X_test, self.y_test))
+                self.n_fits += 1
+        return self.cache[key]
+
+    def __call__(self, masks: np.ndarray) -> np.ndarray:
+        """Vectorised interface for :func:`game_table`: masks (m, n) -> values (m,)."""
+        masks = np.atleast_2d(masks)
+        return np.array([self.value(mk) for mk in masks])

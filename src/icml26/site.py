@@ -1,0 +1,276 @@
+"""Build the rendered book from executed notebooks, with the scorecard and the status page.
+
+The build stages a clean source tree under ``_build/site/``: the book's config and
+table of contents, the hand-written pages of ``book/``, the *executed* notebooks of
+every chapter (from ``_build/executed/<scale>/``) and two generated pages — the
+scorecard gathered from the chapters' claim records and the status table. Jupyter
+Book 1.x then renders it with execution off and ``-W`` (warnings are errors).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .chapter import SCALES
+from .runner import Book, Chapter
+
+VERDICT_MARK = {"reproduced": "✅ reproduced", "partly reproduced": "🟡 partly reproduced", "not reproduced": "❌ not reproduced"}
+
+
+class BuildError(RuntimeError):
+    """The book cannot be built as asked (missing or failed executions, unclean outputs)."""
+
+
+# ---------------------------------------------------------------------------------------
+# claim records -> scorecard
+# ---------------------------------------------------------------------------------------
+def load_claims(book: Book, scale: str) -> dict[str, list[dict]]:
+    """Every claim record of a scale, by chapter id (parts concatenated in name order)."""
+    out: dict[str, list[dict]] = {}
+    base = book.results_dir() / scale
+    if not base.is_dir():
+        return out
+    for ch_dir in sorted(p for p in base.iterdir() if p.is_dir()):
+        rows = []
+        for f in sorted(ch_dir.glob("*.json")):
+            payload = json.loads(f.read_text())
+            rows.extend(payload.get("claims", []))
+        out[ch_dir.name] = rows
+    return out
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def scorecard_markdown(book: Book, scale: str = "full") -> str:
+    """The scorecard as a MyST markdown table: one row per chapter and claim."""
+    claims = load_claims(book, scale)
+    chapters = {c.id: c for c in book.chapters()}
+    counts = {v: 0 for v in VERDICT_MARK}
+    lines = [
+        "| Chapter | Claim | Paper | This run | Verdict | Chapter run time |",
+        "|---|---|---|---|---|---|",
+    ]
+    for cid, ch in chapters.items():
+        rec = book.record(scale, cid)
+        rows = claims.get(cid, [])
+        runtime = f"{rec.wall_s:.0f} s" if rec and rec.status != "failed" else ("failed" if rec else "not run")
+        link = f"[{cid}]({cid}/{ch.notebooks[0].stem}.ipynb)"
+        if not rows:
+            lines.append(f"| {link} | *(no claim records)* | | | | {runtime} |")
+            continue
+        for i, r in enumerate(rows):
+            counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+            lines.append(
+                "| "
+                + " | ".join(
+                    [
+                        link if i == 0 else "",
+                        _cell(r["claim"]),
+                        _cell(r["paper"]),
+                        _cell(r["ours"]),
+                        VERDICT_MARK.get(r["verdict"], r["verdict"]),
+                        runtime if i == 0 else "",
+                    ]
+                )
+                + " |"
+            )
+    total = sum(counts.values())
+    summary = ", ".join(f"{n} {v}" for v, n in counts.items())
+    head = (
+        f"{total} claims from {len(chapters)} chapters at `{scale}` scale: {summary}. "
+        "Every cell is filled from the claim records the chapters wrote when they ran; "
+        "nothing here is typed by hand.\n\n"
+    )
+    return head + "\n".join(lines) + "\n"
+
+
+def status_markdown(book: Book) -> str:
+    """Per-chapter wall time at each scale, package versions and the machine."""
+    lines = ["## Chapter runs", "", "| Chapter | " + " | ".join(f"`{s}` wall time" for s in SCALES) + " | Last run (full) |", "|---|" + "---|" * (len(SCALES) + 1)]
+    for ch in book.chapters():
+        cells = []
+        for s in SCALES:
+            rec = book.record(s, ch)
+            cells.append("not run" if rec is None else (f"{rec.wall_s:.1f} s" if rec.status != "failed" else "failed"))
+        rec = book.record("full", ch)
+        lines.append(f"| {ch.id} | " + " | ".join(cells) + f" | {rec.finished if rec else ''} |")
+    lines += ["", "Wall time is the chapter's execution through papermill, kernel start included.", ""]
+    lines += ["## Packages", "", "| Package | Version |", "|---|---|"]
+    req = book.root / "requirements.txt"
+    names = []
+    if req.exists():
+        for line in req.read_text().splitlines():
+            line = line.split("#")[0].strip()
+            if "==" in line:
+                names.append(line.split("==")[0].strip())
+    for name in names:
+        try:
+            v = md.version(name)
+        except md.PackageNotFoundError:
+            v = "not installed"
+        lines.append(f"| {name} | {v} |")
+    lines += ["", "## Machine", "", "| | |", "|---|---|"]
+    mem = ""
+    try:
+        mem = f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.1f} GiB"
+    except (ValueError, OSError, AttributeError):  # pragma: no cover
+        mem = "unknown"
+    for k, v in [
+        ("Python", platform.python_version()),
+        ("Platform", platform.platform()),
+        ("Processor", platform.processor() or platform.machine()),
+        ("CPU cores", str(os.cpu_count())),
+        ("Memory", mem),
+        ("Built", time.strftime("%Y-%m-%d %H:%M:%S %Z")),
+    ]:
+        lines.append(f"| {k} | {_cell(v)} |")
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------
+# executed notebooks: checks and clean-up before rendering
+# ---------------------------------------------------------------------------------------
+_PROGRESS = re.compile(r"(\d+%\|)|(\r)|(it/s\])|(s/it\])")
+# tqdm.auto warns once per kernel when ipywidgets is absent; it is noise, not a problem of
+# the chapter (text progress bars are used instead), so it is dropped like the bars are.
+_BENIGN = re.compile(r"^.*TqdmWarning: IProgress not found.*\n\s*from \.autonotebook import tqdm as notebook_tqdm\n?", re.M)
+
+
+def clean_executed(nb) -> list[str]:
+    """Drop progress-bar noise from an executed notebook in place; return problems found.
+
+    Problems are error outputs and stderr text that is not a progress bar (warnings,
+    tracebacks): the book must show neither.
+    """
+    problems = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        kept = []
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                problems.append(f"cell {i + 1}: error output {out.get('ename')}: {out.get('evalue')}")
+            elif out.get("output_type") == "stream" and out.get("name") == "stderr":
+                text = _BENIGN.sub("", out.get("text", ""))
+                if not text.strip():
+                    continue
+                if _PROGRESS.search(text) and "Warning" not in text and "Traceback" not in text:
+                    continue
+                problems.append(f"cell {i + 1}: stderr output: {text.strip()[:200]}")
+            kept.append(out)
+        cell["outputs"] = kept
+    return problems
+
+
+def stage(book: Book, scale: str = "full") -> Path:
+    """Lay out ``_build/site`` for Jupyter Book; raise :class:`BuildError` if a chapter is missing or failed."""
+    import nbformat
+
+    site = book.build_dir / "site"
+    if site.exists():
+        for child in site.iterdir():
+            if child.name != "_build":  # keep Sphinx's own cache between builds
+                shutil.rmtree(child) if child.is_dir() else child.unlink()
+    site.mkdir(parents=True, exist_ok=True)
+    for name in ("_config.yml", "_toc.yml"):
+        shutil.copy2(book.root / name, site / name)
+    (site / "book").mkdir()
+    for page in book.book_dir.glob("*.md"):
+        shutil.copy2(page, site / "book" / page.name)
+    static = book.book_dir / "_static"
+    if static.is_dir():
+        shutil.copytree(static, site / "book" / "_static")
+
+    problems = []
+    for ch in book.chapters():
+        rec = book.record(scale, ch)
+        if rec is None:
+            problems.append(f"{ch.id}: not executed at {scale} scale (run `python -m icml26 run {ch.id} --scale {scale}`)")
+            continue
+        if rec.status == "failed":
+            problems.append(f"{ch.id}: last {scale} run failed: {rec.describe_error()}")
+            continue
+        dest = site / "book" / ch.id
+        dest.mkdir()
+        for nb_path in ch.notebooks:
+            src = book.executed_dir(scale, ch) / f"{nb_path.stem}.ipynb"
+            nb = nbformat.read(str(src), as_version=4)
+            problems += [f"{ch.id}/{nb_path.stem}: {p}" for p in clean_executed(nb)]
+            nbformat.write(nb, str(dest / src.name))
+        for extra in ch.path.iterdir():  # images and other assets next to the notebook
+            if extra.is_file() and extra.suffix.lower() in {".png", ".svg", ".jpg", ".jpeg", ".gif", ".bib"}:
+                shutil.copy2(extra, dest / extra.name)
+    if problems:
+        raise BuildError("the book cannot be built:\n  " + "\n  ".join(problems))
+
+    gen = site / "book" / "_generated"
+    gen.mkdir()
+    (gen / "scorecard.md").write_text(scorecard_markdown(book, scale))
+    (gen / "status.md").write_text(status_markdown(book))
+    return site
+
+
+def build(book: Book, scale: str = "full", *, strict: bool = True) -> Path:
+    """Stage and render the book; return the path of the HTML index."""
+    site = stage(book, scale)
+    exe = Path(sys.executable).parent / "jupyter-book"
+    cmd = [str(exe) if exe.exists() else "jupyter-book", "build", str(site), "--builder", "html"]
+    if strict:
+        cmd += ["-W", "-n", "--keep-going"]
+    proc = subprocess.run(cmd, cwd=book.root, capture_output=True, text=True)
+    log = book.build_dir / "book-build.log"
+    log.write_text(proc.stdout + "\n" + proc.stderr)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-25:])
+        raise BuildError(f"jupyter-book build failed (full log: {log}):\n{tail}")
+    html = book.build_dir / "html"
+    if html.exists():
+        shutil.rmtree(html)
+    shutil.copytree(site / "_build" / "html", html)
+    return html / "index.html"
+
+
+def check_toc(book: Book) -> list[str]:
+    """Chapters missing from ``_toc.yml`` and toc entries with no source: both are build errors."""
+    import yaml
+
+    toc = yaml.safe_load((book.root / "_toc.yml").read_text())
+    files: set[str] = set()
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "file" in node:
+                files.add(str(node["file"]))
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(toc)
+    expected = {f"book/{c.id}/{nb.stem}" for c in book.chapters() for nb in c.notebooks}
+    problems = [f"{e} is not in _toc.yml" for e in sorted(expected - files)]
+    for f in sorted(files):
+        if f.startswith("book/") and f.count("/") == 2 and f not in expected:
+            problems.append(f"_toc.yml names {f}, which is no chapter notebook")
+        elif f.count("/") == 1 and not (book.root / f"{f}.md").exists():
+            problems.append(f"_toc.yml names {f}, which does not exist")
+    root = toc.get("root")
+    if root and not (book.root / f"{root}.md").exists():
+        problems.append(f"_toc.yml root {root} does not exist")
+    return problems
+
+
+def chapter_of(book: Book, cid: str) -> Chapter:
+    return book.select([cid])[0]

@@ -1,0 +1,83 @@
+"""Checks of the repository's own rules: pins, table of contents, chapter sources."""
+
+import re
+import subprocess
+from pathlib import Path
+
+import jupytext
+import pytest
+import yaml
+
+from icml26 import site
+from icml26.runner import Book
+
+ROOT = Path(__file__).resolve().parents[1]
+BOOK = Book(ROOT)
+CHAPTERS = BOOK.chapters()
+NOTEBOOKS = [nb for ch in CHAPTERS for nb in ch.notebooks]
+
+
+def _pins(lines):
+    out = {}
+    for line in lines:
+        line = line.split("#")[0].strip()
+        if "==" in line:
+            name, version = line.split("==")
+            out[name.strip().lower()] = version.strip()
+    return out
+
+
+def test_environment_yml_matches_requirements():
+    req = _pins((ROOT / "requirements.txt").read_text().splitlines())
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
+    env_pins = _pins(pip_section)
+    assert env_pins == req, "environment.yml and requirements.txt disagree"
+    py = [d for d in env["dependencies"] if isinstance(d, str) and d.startswith("python=")]
+    assert py == ["python=3.11"]
+
+
+def test_lock_pins_every_requirement_at_the_same_version():
+    req = _pins((ROOT / "requirements.txt").read_text().splitlines())
+    lock = _pins((ROOT / "requirements.lock").read_text().splitlines())
+    norm = {k.replace("_", "-"): v for k, v in lock.items()}
+    for name, version in req.items():
+        assert norm.get(name.replace("_", "-")) == version, f"{name}: requirements.txt {version}, lock {norm.get(name)}"
+    assert req["torch"] == "2.13.0", "keep torch pinned: an unpinned torch pulls a multi-GB CUDA build"
+    assert req["jupyter-book"].startswith("1."), "jupyter-book 2.x is a different tool"
+
+
+def test_toc_lists_every_chapter_and_nothing_else():
+    assert site.check_toc(BOOK) == []
+
+
+def test_at_least_one_chapter():
+    assert CHAPTERS, "the book has no chapter"
+
+
+def test_no_notebook_twin_is_committed():
+    tracked = subprocess.run(["git", "ls-files", "*.ipynb"], cwd=ROOT, capture_output=True, text=True).stdout.split()
+    assert tracked == [], f"generated .ipynb twins must not be committed: {tracked}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.parent.name for p in NOTEBOOKS])
+def test_chapter_source_follows_the_standard(path):
+    nb = jupytext.read(path)
+    fmt = nb.metadata.get("jupytext", {}).get("text_representation", {})
+    assert fmt.get("format_name") == "myst", "one text format for the whole book: MyST markdown"
+    tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(tagged) == 1, "exactly one cell tagged parameters"
+    src = tagged[0].source
+    assert re.search(r'^scale\s*=\s*"ci"', src, re.M), "the parameters cell defaults to scale = \"ci\""
+    assert re.search(r"^seed\s*=\s*0\b", src, re.M), "the parameters cell defaults to seed = 0"
+    text = path.read_text()
+    headings = [h.strip() for h in re.findall(r"^## (.+)$", text, re.M)]
+    required = ["The claim", "Parameters", "The method", "The experiment", "Claim check", "What differs from the paper"]
+    positions = [headings.index(h) if h in headings else -1 for h in required]
+    assert -1 not in positions, f"missing sections: {[h for h, p in zip(required, positions) if p < 0]}"
+    assert positions == sorted(positions), "sections out of order"
+    chapter_id = path.parent.name
+    assert f'record_claims("{chapter_id}"' in text, "the chapter records its claims under its own id"
+    assert "arxiv.org" in text.lower() or "no arxiv" in text.lower(), "the claim section links the paper"
+    for pattern in (r"from_pretrained\(['\"][\w-]+/", r"load_dataset\(", r"urlopen\(", r"fetch_openml\(", r"download=True"):
+        assert not re.search(pattern, text), f"run-time download in {path.name}: {pattern}"
