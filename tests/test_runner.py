@@ -177,3 +177,16 @@ def test_clean_executed_drops_progress_and_flags_warnings():
     problems = site.clean_executed(nb)
     assert len(nb.cells[0].outputs) == 2
     assert len(problems) == 1 and "RuntimeWarning" in problems[0]
+
+
+def test_sync_writes_twins_and_refuses_to_clobber_edited_twin(toy):
+    assert _cli("sync", root=toy.root).returncode == 0
+    twin = toy.build_dir / "ipynb" / "book" / "01-toy" / "toy.ipynb"
+    nb = nbformat.read(str(twin), as_version=4)
+    assert any("parameters" in c.metadata.get("tags", []) for c in nb.cells)
+    nb.cells[-1].source += "\n# edited in the twin"
+    nbformat.write(nb, str(twin))
+    os.utime(twin, (twin.stat().st_atime + 5, twin.stat().st_mtime + 5))
+    proc = _cli("sync", root=toy.root)
+    assert proc.returncode == 1 and "toy.ipynb was edited after" in proc.stderr
+    assert "edited in the twin" in twin.read_text()  # not overwritten
