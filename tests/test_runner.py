@@ -155,7 +155,7 @@ def test_scorecard_and_stage(toy):
     ch = toy.select(["01"])[0]
     toy.execute(ch, "full", 0, progress=False)
     card = site.scorecard_markdown(toy, "full")
-    assert "| [01-toy](01-toy/toy.ipynb) | one is one | 1 | 1 | ✅ reproduced |" in card
+    assert "| [Toy](01-toy/toy.ipynb) | one is one | 1 | 1 | **reproduced** |" in card
     assert "02-bad" in card and "not run" in card
     (toy.root / "_config.yml").write_text("title: t\n")
     (toy.root / "_toc.yml").write_text("format: jb-book\nroot: book/notes\n")

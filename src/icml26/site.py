@@ -23,7 +23,7 @@ from pathlib import Path
 from .chapter import SCALES
 from .runner import Book, Chapter
 
-VERDICT_MARK = {"reproduced": "✅ reproduced", "partly reproduced": "🟡 partly reproduced", "not reproduced": "❌ not reproduced"}
+VERDICT_MARK = {"reproduced": "**reproduced**", "partly reproduced": "*partly reproduced*", "not reproduced": "not reproduced"}
 
 
 class BuildError(RuntimeError):
@@ -65,7 +65,7 @@ def scorecard_markdown(book: Book, scale: str = "full") -> str:
         rec = book.record(scale, cid)
         rows = claims.get(cid, [])
         runtime = f"{rec.wall_s:.0f} s" if rec and rec.status != "failed" else ("failed" if rec else "not run")
-        link = f"[{cid}]({cid}/{ch.notebooks[0].stem}.ipynb)"
+        link = f"[{_cell(chapter_title(ch))}]({cid}/{ch.notebooks[0].stem}.ipynb)"
         if not rows:
             lines.append(f"| {link} | *(no claim records)* | | | | {runtime} |")
             continue
@@ -88,11 +88,19 @@ def scorecard_markdown(book: Book, scale: str = "full") -> str:
     total = sum(counts.values())
     summary = ", ".join(f"{n} {v}" for v, n in counts.items())
     head = (
-        f"{total} claims from {len(chapters)} chapters at `{scale}` scale: {summary}. "
+        f"{total} claim{'s' * (total != 1)} from {len(chapters)} chapter{'s' * (len(chapters) != 1)} "
+        f"at `{scale}` scale: {summary}. "
         "Every cell is filled from the claim records the chapters wrote when they ran; "
         "nothing here is typed by hand.\n\n"
     )
     return head + "\n".join(lines) + "\n"
+
+
+def chapter_title(ch: Chapter) -> str:
+    """The chapter's first level-1 heading, or its id."""
+    text = re.sub(r"^```.*?^```", "", ch.notebooks[0].read_text(encoding="utf-8"), flags=re.M | re.S)
+    m = re.search(r"^# (.+)$", text, re.M)
+    return m.group(1).strip() if m else ch.id
 
 
 def status_markdown(book: Book) -> str:
