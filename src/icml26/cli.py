@@ -143,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
         records = book.run(chapters, args.scale, args.seed, jobs=args.jobs, force=args.force, progress=not args.no_progress)
         width = max((len(r.chapter) for r in records), default=10)
         for r in records:
-            print(f"{r.chapter:<{width}}  {r.status:<7} {r.wall_s:7.1f} s")
+            how = "(cached: wall time of the run that made it)" if r.status == "cached" else ""
+            print(f"{r.chapter:<{width}}  {r.status:<7} {r.wall_s:7.1f} s {how}".rstrip())
         failed = [r for r in records if r.status == "failed"]
         if failed:
             print(f"\n{len(failed)} chapter(s) failed:", file=sys.stderr)

@@ -152,10 +152,6 @@ class Book:
         progress: bool = True,
     ) -> RunRecord:
         """Execute one chapter (every notebook in order) unless its cache key is unchanged."""
-        import jupytext
-        import papermill
-        from papermill.exceptions import PapermillExecutionError
-
         check_scale(scale)
         seed = check_seed(seed)
         key = self.cache_key(chapter, scale, seed)
@@ -170,6 +166,10 @@ class Book:
         ):
             prev.status = "cached"
             return prev
+
+        import jupytext  # imported here: a cache hit should not pay for papermill's import
+        import papermill
+        from papermill.exceptions import PapermillExecutionError
 
         if out_dir.exists():
             shutil.rmtree(out_dir)
