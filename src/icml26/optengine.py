@@ -50,6 +50,7 @@ __all__ = [
     "SolveResult",
     "solve",
     "solve_lp_text",
+    "to_lp_text",
     "InstanceError",
     "Instance",
     "ProblemClass",
@@ -65,6 +66,12 @@ __all__ = [
     "sir_standin",
     "slipped_sum",
     "REL_TOL",
+    "generate_grid",
+    "instance_from_text",
+    "recognise",
+    "get_class",
+    "classify",
+    "model_key",
 ]
 
 INF = math.inf
@@ -309,21 +316,41 @@ def solve(model: LinearModel, *, time_limit: float | None = None, mip_rel_gap: f
     Returns
     -------
     SolveResult
-        For ``sense="max"`` the objective is reported as a maximum (HiGHS minimises ``-c``).
     """
-    import highspy
-
     if not isinstance(model, LinearModel):
         raise TypeError(f"solve expects a LinearModel, got {type(model).__name__}")
     t0 = time.perf_counter()
     h = _new_highs()
     h.setOptionValue("mip_rel_gap", float(mip_rel_gap))
+    sign = _pass_model(h, model)
+    status, obj, x = _run(h, time_limit)
+    if obj is not None:
+        obj = sign * obj
+    return SolveResult(status, obj, x, time.perf_counter() - t0)
+
+
+def to_lp_text(model: LinearModel) -> str:
+    """``model`` in the CPLEX LP file format (written by HiGHS): what a SIR answer may look like."""
+    h = _new_highs()
+    _pass_model(h, model)
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "model.lp")
+        h.writeModel(path)
+        with open(path) as f:
+            return f.read()
+
+
+def _pass_model(h, model: LinearModel) -> float:
+    """Hand ``model`` to a Highs object; returns the objective sign used (-1 for max)."""
+    import highspy
+
     lp = highspy.HighsLp()
     lp.num_col_ = model.n_vars
     lp.num_row_ = model.n_rows
-    sign = -1.0 if model.sense == "max" else 1.0
-    lp.col_cost_ = sign * model.c
-    lp.offset_ = sign * model.offset
+    sign = 1.0  # HiGHS keeps the sense itself, so a written LP file says "max" for a maximisation
+    lp.sense_ = highspy.ObjSense.kMaximize if model.sense == "max" else highspy.ObjSense.kMinimize
+    lp.col_cost_ = model.c
+    lp.offset_ = model.offset
     lp.col_lower_ = np.where(np.isinf(model.lb), -highspy.kHighsInf, model.lb)
     lp.col_upper_ = np.where(np.isinf(model.ub), highspy.kHighsInf, model.ub)
     lp.row_lower_ = np.where(np.isinf(model.row_lb), -highspy.kHighsInf, model.row_lb)
@@ -338,10 +365,7 @@ def solve(model: LinearModel, *, time_limit: float | None = None, mip_rel_gap: f
     if model.is_mip:
         lp.integrality_ = [highspy.HighsVarType.kInteger if b else highspy.HighsVarType.kContinuous for b in model.integer]
     h.passModel(lp)
-    status, obj, x = _run(h, time_limit)
-    if obj is not None:
-        obj = sign * obj
-    return SolveResult(status, obj, x, time.perf_counter() - t0)
+    return sign
 
 
 def solve_lp_text(text: str, *, time_limit: float | None = 60.0) -> SolveResult:
@@ -452,10 +476,11 @@ def slipped_sum(terms: np.ndarray, eps: float, rng: np.random.Generator) -> floa
 
     A term :math:`t_k` is one multiplication (its computation) and one addition into the
     running total. Each of these :math:`2K` operations slips independently with
-    probability ``eps``; a slip changes one of the three leading digits of that
-    operation's result, i.e. adds :math:`\pm d\cdot 10^{e-j}` with :math:`d\in\{1..9\}`,
-    :math:`j\in\{0,1,2\}`, :math:`e=\lfloor\log_{10}|v|\rfloor` of the intermediate value
-    :math:`v`. A slip in the running total carries into the final sum.
+    probability ``eps``; a slip writes a wrong digit in one of the three leading digit
+    places of that operation's result :math:`v`: place :math:`10^{e-j}`, :math:`e=\lfloor
+    \log_{10}|v|\rfloor`, :math:`j` uniform on :math:`\{0,1,2\}`, the digit replaced by one of
+    the nine others uniformly. A slip in the running total carries into the final sum, so
+    the sum is exact with probability :math:`(1-\varepsilon)^{2K}`.
 
     ``eps=0`` returns the exact sum (this is the computation-assisted stand-in).
     """
@@ -470,9 +495,13 @@ def slipped_sum(terms: np.ndarray, eps: float, rng: np.random.Generator) -> floa
     k = int(slip.sum())
     if k == 0:
         return float(partial[-1])
-    v = np.abs(vals[slip])
-    e = np.floor(np.log10(np.where(v > 0, v, 1.0)))
-    delta = rng.choice([-1.0, 1.0], k) * rng.integers(1, 10, k) * 10.0 ** (e - rng.integers(0, 3, k))
+    v = vals[slip]
+    av = np.abs(v)
+    e = np.floor(np.log10(np.where(av > 0, av, 1.0)))
+    place = 10.0 ** (e - rng.integers(0, 3, k))  # (k,) digit place that slips
+    digit = np.floor(av / place + 1e-9) % 10  # the digit written there
+    wrong = (digit + rng.integers(1, 10, k)) % 10  # one of the nine other digits
+    delta = np.sign(np.where(v != 0, v, 1.0)) * (wrong - digit) * place
     return float(partial[-1] + delta.sum())
 
 
@@ -577,6 +606,11 @@ class ProblemClass:
         """Constraint families a reader can miss (each is left out of the model if missed)."""
         return tuple(dict.fromkeys(b.family for b in self.blocks if b.family != "data"))
 
+    @property
+    def unseen_families(self) -> tuple[str, ...]:
+        """Families whose sentence has an unseen (style-2) phrasing."""
+        return tuple(dict.fromkeys(b.family for b in self.blocks if b.family != "data" and len(b.phrasings) > 2))
+
     def check_size(self, size: int) -> int:
         lo, hi = self.size_range
         if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or not (lo <= size <= hi):
@@ -586,14 +620,24 @@ class ProblemClass:
     def size_of(self, p: Mapping) -> int:
         return int(p["n"])
 
-    def render(self, p: Mapping, style: int = 0) -> str:
-        """The instance as a word problem; ``style`` 0 canonical, 1 seen paraphrase, 2 unseen."""
-        if style not in (0, 1, 2):
-            raise ValueError(f"style={style!r} is not valid; use 0 (canonical), 1 or 2 (paraphrases)")
+    def render(self, p: Mapping, style: int = 0, overrides: Mapping[str, int] | None = None) -> str:
+        """The instance as a word problem; ``style`` 0 canonical, 1 seen paraphrase, 2 unseen.
+
+        ``overrides`` maps a constraint family to the style of its sentence alone (e.g.
+        ``{"capacity": 2}`` rewords only the capacity sentence).
+        """
+        overrides = dict(overrides or {})
+        for k, v in [("style", style), *overrides.items()]:
+            if v not in (0, 1, 2):
+                raise ValueError(f"{k}={v!r} is not a valid style; use 0 (canonical), 1 or 2 (paraphrases)")
+        unknown = set(overrides) - set(self.families)
+        if unknown:
+            raise ValueError(f"{self.name} has no constraint family {sorted(unknown)}; families: {self.families}")
         sc, rows = self.scalars(p), self.rows(p)
         parts = []
         for b in self.blocks:
-            tpl = b.phrasings[min(style, len(b.phrasings) - 1)]
+            k = overrides.get(b.family, style)
+            tpl = b.phrasings[min(k, len(b.phrasings) - 1)]
             if b.kind == "text":
                 parts.append(_render(tpl, sc))
             else:
@@ -981,7 +1025,7 @@ class JobShop(ProblemClass):
             raise InstanceError(f"{self.name}: each job must visit machines 1..{n} exactly once")
         return {"n": n, "route": route, "p": a["times"]}
 
-    def _schedule(self, p) -> tuple[np.ndarray, list]:
+    def _schedule(self, p) -> np.ndarray:
         """Earliest-start list scheduling (ties: shortest operation, then job); starts (n, n)."""
         n, route, pt = p["n"], np.asarray(p["route"], int), np.asarray(p["p"], float)
         nxt = np.zeros(n, int)
@@ -997,11 +1041,11 @@ class JobShop(ProblemClass):
             start[j, nxt[j]] = est[j]
             job_ready[j] = mach_ready[mach[j]] = est[j] + dur[j]
             nxt[j] += 1
-        return start, []
+        return start
 
     def heuristic(self, p):
-        start, _ = self._schedule(p)
-        return start.tolist()
+        """Earliest-start list scheduling; the plan is the start time of every operation."""
+        return self._schedule(p).tolist()
 
     def check_plan(self, p, plan):
         n, route, pt = p["n"], np.asarray(p["route"], int), np.asarray(p["p"], float)
@@ -1645,14 +1689,15 @@ class Instance:
     answer: float
     index: int = 0
     solve_seconds: float = 0.0
+    seed: int = 0
 
     @property
     def cls(self) -> ProblemClass:
         return CLASSES[self.problem_class]
 
-    def question(self, style: int = 0) -> str:
+    def question(self, style: int = 0, overrides: Mapping[str, int] | None = None) -> str:
         """The word problem (style 0 canonical, 1 seen paraphrase, 2 unseen paraphrase)."""
-        return self.cls.render(self.params, style)
+        return self.cls.render(self.params, style, overrides)
 
     def model(self) -> LinearModel:
         return self.cls.build(self.params)
@@ -1702,9 +1747,11 @@ def generate(problem_class: str, size: int, n: int, *, seed: int = 0, max_tries:
         tries += 1
         p = cls.sample(rng, size)
         try:
-            out.append(make_instance(cls.name, p, index=len(out)))
+            inst = make_instance(cls.name, p, index=len(out))
         except InstanceError:
             continue
+        inst.seed = int(seed)
+        out.append(inst)
     return out
 
 
@@ -1886,7 +1933,18 @@ def _plan_of(text: str) -> Any:
         return None
 
 
-def classify(inst: Instance, paradigm: str, output: Any) -> dict:
+def model_key(model: LinearModel) -> str:
+    """A content hash of ``model`` (two models with the same key are the same programme)."""
+    import hashlib
+
+    A = model.A.tocsr()
+    h = hashlib.sha1(model.sense.encode())
+    for a in (model.c, A.data, A.indices, A.indptr, model.row_lb, model.row_ub, model.lb, model.ub, model.integer):
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()
+
+
+def classify(inst: Instance, paradigm: str, output: Any, cache: dict | None = None) -> dict:
     """Score one answer and name its error.
 
     Categories: ``correct``; ``extraction`` (no answer / no model could be read);
@@ -1927,7 +1985,16 @@ def classify(inst: Instance, paradigm: str, output: Any) -> dict:
     try:
         if output is None:
             return row
-        res = solve_lp_text(output) if isinstance(output, str) else solve(output, time_limit=cls.time_limit or 60.0)
+        if isinstance(output, str):
+            res = solve_lp_text(output)
+        else:
+            key = model_key(output) if cache is not None else None
+            if key is not None and key in cache:
+                res = cache[key]
+            else:
+                res = solve(output, time_limit=cls.time_limit or 60.0)
+                if key is not None:
+                    cache[key] = res
     except (ValueError, TypeError):
         return row
     if isinstance(output, LinearModel):
@@ -1942,7 +2009,16 @@ def classify(inst: Instance, paradigm: str, output: Any) -> dict:
     return row
 
 
-def evaluate(answer_fn: Callable[[str], Any], instances: Sequence[Instance], paradigm: str, *, style: int = 0, progress: bool = False):
+def evaluate(
+    answer_fn: Callable[[str], Any],
+    instances: Sequence[Instance],
+    paradigm: str,
+    *,
+    style: int = 0,
+    overrides: Mapping[str, int] | None = None,
+    progress: bool = False,
+    cache: dict | None = None,
+):
     """Evaluate ``answer_fn`` on ``instances`` under ``paradigm``; one row per instance.
 
     Parameters
@@ -1956,11 +2032,16 @@ def evaluate(answer_fn: Callable[[str], Any], instances: Sequence[Instance], par
     paradigm : {"ptr", "comp", "sir"}
     style : {0, 1, 2}
         Which phrasing of each question to show (0 canonical, 1 seen, 2 unseen paraphrase).
+    overrides : dict, optional
+        Per-family styles (see :meth:`ProblemClass.render`); families a class lacks are ignored.
+    cache : dict, optional
+        For SIR with :class:`LinearModel` answers: a dict shared across calls so that a model
+        returned twice (same :func:`model_key`) is solved once.
 
     Returns
     -------
     pandas.DataFrame
-        Columns ``problem_class, size, index, style, paradigm, truth, pred, correct,
+        Columns ``problem_class, size, seed, index, style, paradigm, truth, pred, correct,
         category, violated, dropped``.
     """
     import pandas as pd
@@ -1976,11 +2057,31 @@ def evaluate(answer_fn: Callable[[str], Any], instances: Sequence[Instance], par
         it = tqdm(instances, desc=f"{paradigm} style {style}", leave=False)
     rows = []
     for inst in it:
-        prompt = make_prompt(inst.question(style), paradigm, inst.problem_class)
-        row = classify(inst, paradigm, answer_fn(prompt))
+        ov = {k: v for k, v in (overrides or {}).items() if k in inst.cls.families}
+        prompt = make_prompt(inst.question(style, ov), paradigm, inst.problem_class)
+        row = classify(inst, paradigm, answer_fn(prompt), cache)
         rows.append(
-            {"problem_class": inst.problem_class, "size": inst.size, "index": inst.index, "style": style, "paradigm": paradigm,
+            {"problem_class": inst.problem_class, "size": inst.size, "seed": inst.seed, "index": inst.index, "style": style, "paradigm": paradigm,
              "truth": inst.answer, **row, "correct": row["category"] == "correct"}
         )
-    cols = ["problem_class", "size", "index", "style", "paradigm", "truth", "pred", "correct", "category", "violated", "dropped"]
+    cols = ["problem_class", "size", "seed", "index", "style", "paradigm", "truth", "pred", "correct", "category", "violated", "dropped"]
     return pd.DataFrame(rows, columns=cols)
+
+
+def generate_grid(spec: Mapping[str, Sequence[int]], n: int, seeds: Sequence[int], *, progress: bool = False) -> list[Instance]:
+    """Verified instances for every ``class -> sizes`` pair of ``spec`` and every seed.
+
+    Each instance's ``index`` is unique within its (class, size) cell across seeds.
+    """
+    jobs = [(c, s, sd) for c, sizes in spec.items() for s in sizes for sd in seeds]
+    if progress:
+        from tqdm.auto import tqdm
+
+        jobs = tqdm(jobs, desc="generate + solve", leave=False)
+    out: list[Instance] = []
+    for c, s, sd in jobs:
+        batch = generate(c, s, n, seed=sd)
+        for inst in batch:
+            inst.index = list(seeds).index(sd) * n + inst.index
+        out.extend(batch)
+    return out
