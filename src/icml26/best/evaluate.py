@@ -166,15 +166,20 @@ def score(
     ks: Sequence[int] = (1, 10),
     tau: float = 1.2,
     sigma: float = 1.2,
+    closure: bool = True,
 ) -> dict[str, dict[str, float]]:
-    """Per-task dual@k and pass@k: ``out[task]["dual1_time"]``, ``["pass10"]``, ...."""
+    """Per-task dual@k and pass@k: ``out[task]["dual1_time"]``, ``["pass10"]``, ....
+
+    ``out[task]["outside_F"]`` counts generation cells passed outside the feasible set
+    (where a program beat every standard solution; dual may then exceed pass).
+    """
     out = {}
     for task in tasks:
         P = pass_matrices(harness, task, programs_by_task[task.name])
         F = harness.feasible(task)
-        row = {}
+        row = {"outside_F": int((P & ~F).sum())}
         for k in ks:
-            d = dual_at_k(P, F, k, tau=tau, sigma=sigma)
+            d = dual_at_k(P, F, k, tau=tau, sigma=sigma, closure=closure)
             for kind in KINDS:
                 row[f"dual{k}_{kind}"] = d[kind]
             row[f"pass{k}"] = d["pass"]
@@ -206,12 +211,15 @@ def evaluate(
     -------
     dict
         ``dual{k}_{time,space,comb}`` and ``pass{k}`` averaged over tasks (the
-        authors' benchmark score).
+        authors' benchmark score), and ``outside_F``, the number of generation cells
+        passed where no standard solution passes.
     """
     harness = harness or Harness()
     per_task = score(harness, tasks, generate(answer_fn, tasks, n_generations), ks=ks, tau=tau, sigma=sigma)
     keys = next(iter(per_task.values())).keys()
-    return {k: float(np.mean([row[k] for row in per_task.values()])) for k in keys}
+    out = {k: float(np.mean([row[k] for row in per_task.values()])) for k in keys if k != "outside_F"}
+    out["outside_F"] = float(sum(row["outside_F"] for row in per_task.values()))
+    return out
 
 
 # --------------------------------------------------------------------------- stand-ins

@@ -80,17 +80,19 @@ def weight_matrix(kind: Kind, *, tau: float = 1.2, sigma: float = 1.2, shape: tu
     return W
 
 
-def subtask_pass_rate(P: np.ndarray) -> np.ndarray:
+def subtask_pass_rate(P: np.ndarray, *, closure: bool = True) -> np.ndarray:
     """``A[i, j]``: the fraction of generations whose *closed* matrix passes cell ``(i, j)``.
 
     Parameters
     ----------
     P : array of bool, shape (n_generations, n_scales, n_levels)
+    closure : bool
+        ``False`` skips the monotone closure (for comparison only; not the metric).
     """
     P = _check_binary(P)
     if P.ndim != 3 or P.shape[0] == 0:
         raise ValueError(f"P must have shape (n_generations >= 1, n_scales, n_levels), got {P.shape}")
-    return monotone_closure(P).mean(axis=0)
+    return (monotone_closure(P) if closure else P).mean(axis=0)
 
 
 def plugin_pass_at_k(A: np.ndarray, k: int) -> np.ndarray:
@@ -141,7 +143,7 @@ def dual_score(A: np.ndarray, feasible: np.ndarray, kind: Kind, *, tau: float = 
 
 
 def dual_at_k(
-    P: np.ndarray, feasible: np.ndarray, k: int = 1, *, tau: float = 1.2, sigma: float = 1.2
+    P: np.ndarray, feasible: np.ndarray, k: int = 1, *, tau: float = 1.2, sigma: float = 1.2, closure: bool = True
 ) -> dict[str, float]:
     """dual@k (time, space, comb) and problem pass@k of one task.
 
@@ -153,13 +155,15 @@ def dual_at_k(
         :func:`feasible_set` of the standard solutions.
     k : int
         ``k = 1`` uses the pass rates ``A``; larger ``k`` the plug-in ``1 - (1 - A)^k``.
+    closure : bool
+        ``False`` skips the monotone closure (for comparison only).
 
     Returns
     -------
     dict
         ``{"time", "space", "comb", "pass"}``.
     """
-    A = subtask_pass_rate(P)
+    A = subtask_pass_rate(P, closure=closure)
     Ak = plugin_pass_at_k(A, k)
     out = {kind: dual_score(Ak, feasible, kind, tau=tau, sigma=sigma) for kind in KINDS}
     out["pass"] = float(Ak[0, 0])

@@ -460,7 +460,7 @@ class Solution:
     def solve(self, **kwargs):
         hoard = []
         while True:
-            hoard.append(bytearray(16 * 1024 * 1024))
+            hoard.append(bytes(16 * 1024 * 1024))
 ''',
     "crash": '''
 class Solution:
