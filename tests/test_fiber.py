@@ -8,7 +8,6 @@ import math
 import numpy as np
 import pytest
 import torch
-from scipy import signal as sps
 from torch import nn
 
 from icml26 import fiber as F
@@ -296,3 +295,23 @@ def test_data_errors():
         F.train_private(data, "FIBER", noise_multiplier=1.0, batch_size=0)
     val = F.validation_split(data, frac=0.25, seed=0)
     assert val.X_train.shape[0] + val.X_test.shape[0] == data.X_train.shape[0]
+
+
+def test_select_hyperparameters_picks_best_validation_config():
+    data = F.validation_split(F.load_tabular("breast_cancer", seed=0), seed=0)
+    best, table = F.select_hyperparameters(data, ["DP-AdamW", "FIBER"], epsilon=4.0, delta=1e-5, lr_grid=[1e-3, 3e-2], eps_v_grid=[1e-4], seed=1, epochs=1, batch_size=64)
+    assert len(table) == 2 + 2  # DP-AdamW: lr only; FIBER: lr x eps_v
+    for m, sub in table.groupby("method"):
+        top = sub.sort_values(["val_acc", "val_loss"], ascending=[False, True]).iloc[0]
+        assert best[m]["val_acc"] == top["val_acc"] and best[m]["lr"] == top["lr"]
+
+
+def test_dp_step_fn_updates_parameters_and_rejects_unknown_method():
+    model, x, y = _toy(5, n=8)
+    before = [p.detach().clone() for p in model.parameters()]
+    step = F.dp_step_fn("FIBER", model, x, y, noise_multiplier=1.0, seed=0)
+    step()
+    step()
+    assert any(not torch.equal(b, p.detach()) for b, p in zip(before, model.parameters()))
+    with pytest.raises(ValueError, match="method='SGD'"):
+        F.dp_step_fn("SGD", model, x, y, noise_multiplier=1.0)

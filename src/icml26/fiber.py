@@ -700,6 +700,7 @@ class TrainResult:
     steps: int
     acc_curve: list[float] = field(default_factory=list)
     clamp_fraction: float = 0.0
+    test_loss: float = float("nan")
 
 
 def train_private(
@@ -773,7 +774,9 @@ def train_private(
         if t + 1 in curve_at:
             curve.append(accuracy())
     eps = epsilon_spent(noise_multiplier, q, steps, delta) if noise_multiplier > 0 else float("inf")
-    return TrainResult(method, accuracy(), eps, float(noise_multiplier), sigma_w, steps, curve, float(np.mean(clamp)))
+    with torch.no_grad():
+        test_loss = float(loss_fn(model(data.X_test), data.y_test))
+    return TrainResult(method, accuracy(), eps, float(noise_multiplier), sigma_w, steps, curve, float(np.mean(clamp)), test_loss)
 
 
 # ---------------------------------------------------------------------------------------
@@ -838,7 +841,9 @@ def select_hyperparameters(
 
     Every method gets the same learning-rate grid; methods whose correction subtracts
     something also get ``eps_v_grid`` (the floor is then a real hyper-parameter). One
-    seed, noise calibrated to ``(epsilon, delta)``. Ties go to the first grid point.
+    seed, noise calibrated to ``(epsilon, delta)``. The best configuration has
+    the highest validation accuracy; ties (frequent on small validation sets) are broken
+    by the lower validation cross-entropy.
 
     Returns
     -------
@@ -859,13 +864,12 @@ def select_hyperparameters(
     rows = []
     for m, lr, ev in tqdm(configs, desc="validation grid", disable=not progress):
         r = train_private(data, m, noise_multiplier=sigma, epochs=epochs, batch_size=batch_size, lr=lr, eps_v=ev, seed=seed, delta=delta, **train_kw)
-        rows.append({"method": m, "lr": lr, "eps_v": ev if METHODS[m]["correction"] != "none" else float("nan"), "val_acc": r.test_acc, "clamped": r.clamp_fraction})
+        rows.append({"method": m, "lr": lr, "eps_v": ev if METHODS[m]["correction"] != "none" else float("nan"), "val_acc": r.test_acc, "val_loss": r.test_loss, "clamped": r.clamp_fraction})
     table = pd.DataFrame(rows)
     best = {}
     for m, sub in table.groupby("method", sort=False):
-        i = int(np.argmax(sub["val_acc"].to_numpy()))
-        row = sub.iloc[i]
-        best[m] = {"lr": float(row["lr"]), "eps_v": float(row["eps_v"]) if np.isfinite(row["eps_v"]) else 1e-8, "val_acc": float(row["val_acc"])}
+        row = sub.sort_values(["val_acc", "val_loss"], ascending=[False, True], kind="stable").iloc[0]
+        best[m] = {"lr": float(row["lr"]), "eps_v": float(row["eps_v"]) if np.isfinite(row["eps_v"]) else 1e-8, "val_acc": float(row["val_acc"]), "val_loss": float(row["val_loss"])}
     return best, table
 
 
