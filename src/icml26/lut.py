@@ -25,6 +25,7 @@ available. Everything DWN-specific follows the DWN equations and code.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ __all__ = [
     "ThermometerEncoder",
     "lut_addresses",
     "efd_input_tables",
+    "efd_compressed_tables",
     "efd_input_tables_bruteforce",
     "EFDFunction",
     "STEFunction",
@@ -62,6 +64,11 @@ __all__ = [
     "compile_bits",
     "resource_counts",
     "load_digits_bits",
+    "load_npz_bits",
+    "KINDS",
+    "build_digits_model",
+    "run_digits",
+    "SmallCNN",
 ]
 
 #: Largest number of bytes a LUT layer may allocate for its tables and EFD tables
@@ -151,13 +158,52 @@ def lut_addresses(bits: torch.Tensor) -> torch.Tensor:
     Tensor of int64, shape (B, M)
     """
     n = bits.shape[-1]
-    weights = (2 ** torch.arange(n, device=bits.device, dtype=torch.int64))  # (n,)
-    return ((bits > 0).to(torch.int64) * weights).sum(-1)  # (B, M)
+    weights = 2.0 ** torch.arange(n, device=bits.device, dtype=torch.float64)  # (n,)
+    return ((bits > 0).to(torch.float64) @ weights).to(torch.int64)  # (B, M), exact for n < 53
 
 
-def _axis_of_bit(n: int, l: int) -> int:
-    # A table of 2**n entries viewed as (M, 2, ..., 2): the last axis is bit 0 (C order).
-    return 1 + (n - 1 - l)
+@functools.lru_cache(maxsize=32)
+def _efd_index(n: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Index tables for arity ``n``: ``hi``/``lo`` (n, 2**(n-1)) and ``compress`` (n, 2**n).
+
+    ``hi[l, c]`` (``lo[l, c]``) is the address whose bits other than ``l`` spell ``c`` and whose
+    bit ``l`` is 1 (0); ``compress[l, a]`` drops bit ``l`` from address ``a``.
+    """
+    c = torch.arange(2 ** (n - 1), dtype=torch.int64)  # (2**(n-1),)
+    a = torch.arange(2**n, dtype=torch.int64)  # (2**n,)
+    hi, lo, comp = [], [], []
+    for l in range(n):
+        low, high = c & ((1 << l) - 1), (c >> l) << (l + 1)
+        lo.append(high | low)
+        hi.append(high | low | (1 << l))
+        comp.append((a & ((1 << l) - 1)) | ((a >> (l + 1)) << l))
+    return torch.stack(hi), torch.stack(lo), torch.stack(comp)
+
+
+@functools.lru_cache(maxsize=32)
+def _efd_smoother(n: int, beta: float) -> torch.Tensor:
+    """:math:`S=\\bigotimes^{n-1}\\begin{pmatrix}1&\\beta\\\\\\beta&1\\end{pmatrix}`, i.e. :math:`S_{c,c'}=\\beta^{H(c,c')}`."""
+    c = torch.arange(2 ** (n - 1))
+    x = c[:, None] ^ c[None, :]
+    ham = torch.zeros_like(x)
+    for b in range(max(n - 1, 0)):
+        ham += (x >> b) & 1
+    return torch.as_tensor(beta, dtype=torch.float32) ** ham.float()  # (2**(n-1), 2**(n-1))
+
+
+def efd_compressed_tables(luts: torch.Tensor, alpha: float, beta: float) -> torch.Tensor:
+    """EFD input-gradient tables indexed by the address *without* bit ``l``: shape (M, n, 2**(n-1)).
+
+    :math:`\\tilde T_{j,l,c} = \\alpha\\sum_{c'} \\beta^{H(c,c')}\\,(L_j[c'|_{l=1}] - L_j[c'|_{l=0}])`;
+    see :func:`efd_input_tables`.
+    """
+    M, size = luts.shape
+    n = int(round(math.log2(size)))
+    if 2**n != size:
+        raise ValueError(f"luts must have 2**n columns, got {size}")
+    hi, lo, _ = _efd_index(n)
+    diff = luts[:, hi] - luts[:, lo]  # (M, n, 2**(n-1)) finite differences along bit l
+    return alpha * diff @ _efd_smoother(n, float(beta)).to(luts.dtype)  # S is symmetric
 
 
 def efd_input_tables(luts: torch.Tensor, alpha: float, beta: float) -> torch.Tensor:
@@ -170,11 +216,12 @@ def efd_input_tables(luts: torch.Tensor, alpha: float, beta: float) -> torch.Ten
         \\,(2\\,\\mathrm{bit}_l(k) - 1),
 
     with :math:`H(\\cdot\\setminus l, \\cdot\\setminus l)` the Hamming distance that ignores bit
-    ``l``. The sum factorises: take the finite difference of the table along bit ``l``
-    (:math:`L[k|_{l=1}] - L[k|_{l=0}]`) and smooth it over each other bit with the kernel
-    :math:`\\begin{pmatrix}1&\\beta\\\\\\beta&1\\end{pmatrix}`. That costs
-    :math:`O(M n^2 2^n)` instead of :math:`O(M n 4^n)` and never builds a
-    :math:`2^n\\times2^n` matrix.
+    ``l``. Grouping the terms with the same bits other than ``l`` gives the finite
+    difference of the table along bit ``l``, :math:`L[k|_{l=1}] - L[k|_{l=0}]`, smoothed over
+    the other bits by :math:`\\beta^{H}` (a :math:`2^{n-1}\\times2^{n-1}` matrix, the
+    Kronecker power of :math:`\\begin{pmatrix}1&\\beta\\\\\\beta&1\\end{pmatrix}`), so the cost is
+    :math:`O(M n 4^{n-1})` multiply-adds in one batched matmul. With :math:`\\beta=0`,
+    :math:`\\alpha=1` it is the exact finite difference :math:`L[a|_{l=1}] - L[a|_{l=0}]`.
 
     Parameters
     ----------
@@ -188,25 +235,10 @@ def efd_input_tables(luts: torch.Tensor, alpha: float, beta: float) -> torch.Ten
     Tensor, shape (M, n, 2**n)
         ``T[j, l, a]``; it does not depend on bit ``l`` of ``a``.
     """
-    M, size = luts.shape
-    n = int(round(math.log2(size)))
-    if 2**n != size:
-        raise ValueError(f"luts must have 2**n columns, got {size}")
-    cube = luts.reshape(M, *([2] * n))  # (M, 2, ..., 2)
-    out = []
-    for l in range(n):
-        ax = _axis_of_bit(n, l)
-        d = cube.select(ax, 1) - cube.select(ax, 0)  # (M, 2,...,2) without bit l
-        for other in range(n):
-            if other == l:
-                continue
-            # axis of bit `other` once the axis of bit l is removed
-            ax_o = _axis_of_bit(n, other) - (1 if _axis_of_bit(n, other) > ax else 0)
-            d0, d1 = d.select(ax_o, 0), d.select(ax_o, 1)
-            d = torch.stack([d0 + beta * d1, beta * d0 + d1], dim=ax_o)
-        full = (alpha * d).unsqueeze(ax).expand(*cube.shape)  # constant along bit l
-        out.append(full.reshape(M, size))
-    return torch.stack(out, dim=1)  # (M, n, 2**n)
+    comp = efd_compressed_tables(luts, alpha, beta)  # (M, n, 2**(n-1))
+    n = comp.shape[1]
+    _, _, compress = _efd_index(n)
+    return torch.gather(comp, 2, compress[None].expand(comp.shape[0], -1, -1))  # (M, n, 2**n)
 
 
 def efd_input_tables_bruteforce(luts: np.ndarray, alpha: float, beta: float) -> np.ndarray:
@@ -236,10 +268,11 @@ class EFDFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, mapping, luts, alpha: float, beta: float):  # type: ignore[override]
-        gathered = x[:, mapping]  # (B, M, n)
+        M, n = mapping.shape
+        gathered = torch.index_select(x, 1, mapping.reshape(-1)).view(x.shape[0], M, n)  # (B, M, n)
         addr = lut_addresses(gathered)  # (B, M)
-        M = luts.shape[0]
-        y = luts[torch.arange(M, device=luts.device)[None, :], addr]  # (B, M)
+        flat = addr + torch.arange(M, device=luts.device)[None, :] * luts.shape[1]  # (B, M) into luts.view(-1)
+        y = torch.take(luts, flat)  # (B, M)
         ctx.save_for_backward(mapping, luts, addr)
         ctx.alpha, ctx.beta, ctx.in_features = float(alpha), float(beta), x.shape[1]
         return y
@@ -256,10 +289,11 @@ class EFDFunction(torch.autograd.Function):
             grad_luts.index_add_(0, flat, grad_y.reshape(-1))
             grad_luts = grad_luts.view_as(luts)
         if ctx.needs_input_grad[0]:
-            T = efd_input_tables(luts.detach(), ctx.alpha, ctx.beta)  # (M, n, 2**n)
-            j = torch.arange(M, device=addr.device)[None, :, None]
-            l = torch.arange(n, device=addr.device)[None, None, :]
-            dy_dx = T[j, l, addr[:, :, None]]  # (B, M, n)
+            Tc = efd_compressed_tables(luts.detach(), ctx.alpha, ctx.beta)  # (M, n, 2**(n-1))
+            _, _, compress = _efd_index(n)
+            caddr = torch.index_select(compress.T.contiguous(), 0, addr.reshape(-1)).view(B, M, n)  # without bit l
+            flat_c = (torch.arange(M)[None, :, None] * n + torch.arange(n)[None, None, :]) * Tc.shape[2] + caddr
+            dy_dx = torch.take(Tc, flat_c)  # (B, M, n)
             contrib = (dy_dx * grad_y[:, :, None]).reshape(B, M * n)  # (B, M*n)
             grad_x = torch.zeros(B, ctx.in_features, dtype=grad_y.dtype, device=grad_y.device)
             grad_x.index_add_(1, mapping.reshape(-1), contrib)
@@ -290,7 +324,7 @@ class LearnableMappingFunction(torch.autograd.Function):
     def forward(ctx, x, weights, tau: float):  # type: ignore[override]
         ctx.save_for_backward(x, weights)
         ctx.tau = float(tau)
-        return x[:, weights.argmax(dim=0)]  # (B, S)
+        return torch.index_select(x, 1, weights.argmax(dim=0))  # (B, S)
 
     @staticmethod
     def backward(ctx, g):  # type: ignore[override]
@@ -566,13 +600,18 @@ class LearnableGroupSum(nn.Module):
     """Learnable GroupSum: every output bit learns which class it votes for.
 
     Assignment logits :math:`G\\in\\mathbb R^{k\\times M}`; the forward pass uses the hard
-    assignment :math:`A = \\mathrm{onehot}(\\arg\\max_c G_{c,j})` so that inference is a
-    popcount per class exactly as in GroupSum, and the backward pass uses
-    :math:`\\mathrm{softmax}_c(G_{\\cdot j}/t)` (straight-through), as DWN's learnable mapping
-    does: :math:`z = \\tfrac1\\tau\\, y A^\\top`. With ``hard=False`` the forward uses the
-    softmax itself (a soft relaxation; evaluation is always hard).
-    ``G`` starts at the contiguous partition of :class:`GroupSum` times ``init_scale``
-    plus a small uniform jitter. Reconstruction of CLGN's learnable GroupSum (abstract only).
+    assignment :math:`A = \\mathrm{onehot}(\\arg\\max_c G_{c,j})`, so that inference is a
+    popcount per class exactly as in GroupSum, :math:`z = \\tfrac1\\tau\\, y A^\\top`. The
+    bits receive the gradient of that hard GroupSum; the logits receive the gradient of
+    the soft votes :math:`\\tfrac1\\tau\\, y\\,\\mathrm{softmax}_c(G/t)^\\top` (straight-through,
+    as DWN's learnable mapping learns its argmax wiring through a softmax). So the model
+    equals DWN's GroupSum until a bit's logits cross and it changes class. ``G`` starts at
+    the contiguous partition of :class:`GroupSum` times ``init_scale`` (the margin a bit
+    must overcome to change class) plus a small uniform jitter; Adam moves a logit by
+    about ``lr`` per step, so the margin must be reachable within training (0.5 by
+    default, i.e. about 50 steps at lr 1e-2). With ``hard=False`` the training forward
+    pass uses the soft votes (evaluation is always hard).
+    Reconstruction of CLGN's learnable GroupSum (abstract only).
     """
 
     def __init__(
@@ -582,7 +621,7 @@ class LearnableGroupSum(nn.Module):
         tau: float = 1.0,
         *,
         temperature: float = 1.0,
-        init_scale: float = 1.0,
+        init_scale: float = 0.5,
         hard: bool = True,
         random_state: int = 0,
     ) -> None:
@@ -601,18 +640,23 @@ class LearnableGroupSum(nn.Module):
         """The hard class of every input bit, shape (M,)."""
         return self.logits.detach().argmax(dim=0).numpy()
 
-    def _weights(self) -> torch.Tensor:
-        soft = torch.softmax(self.logits / self.temperature, dim=0)  # (k, M)
-        if self.training and not self.hard:
-            return soft
-        hard = F.one_hot(self.logits.argmax(dim=0), self.k).T.to(soft.dtype)  # (k, M)
-        return hard + soft - soft.detach()  # forward: hard, backward: softmax
+    def _hard(self) -> torch.Tensor:
+        return F.one_hot(self.logits.argmax(dim=0), self.k).T.to(self.logits.dtype)  # (k, M), exact 0/1
 
     def counts(self, y: torch.Tensor) -> torch.Tensor:
-        """Per-class (hard or soft) vote counts, shape (B, k)."""
+        """Per-class vote counts, shape (B, k): exact popcounts in the forward pass."""
         if y.ndim != 2 or y.shape[1] != self.in_features:
             raise ValueError(f"LearnableGroupSum expects input of shape (batch, {self.in_features}), got {tuple(y.shape)}")
-        return y @ self._weights().T  # (B, k)
+        hard = self._hard()
+        if not self.training:
+            return y @ hard.T  # deployment: one class per output bit
+        soft = torch.softmax(self.logits / self.temperature, dim=0)  # (k, M)
+        if not self.hard:
+            return y @ soft.T
+        # forward: exactly the hard popcounts; backward: to y through the hard assignment (as GroupSum),
+        # to the logits through the soft votes of the (detached) bits (straight-through)
+        soft_votes = y.detach() @ soft.T  # (B, k)
+        return y @ hard.T + (soft_votes - soft_votes.detach())
 
     def forward(self, y: torch.Tensor) -> torch.Tensor:
         return self.counts(y) / self.tau
@@ -705,16 +749,16 @@ def clgn_net(input_shape: Sequence[int], channels: int, hidden: Sequence[int], k
 # --------------------------------------------------------------------------------------
 # Training
 # --------------------------------------------------------------------------------------
-def _unrolled_luts(module: nn.Module, input_shape: Sequence[int]) -> tuple[int, int, tuple[int, ...]]:
-    """(LUT evaluations per sample, of which trainable, output shape) for one block."""
+def _unrolled_luts(module: nn.Module, input_shape: Sequence[int]) -> tuple[int, tuple[int, ...]]:
+    """(LUT evaluations per sample, output shape) of one block."""
     if isinstance(module, ConvLUT):
         ho, wo = module.output_hw(input_shape[1], input_shape[2])
-        return module.out_channels * ho * wo, module.out_channels * ho * wo, (module.out_channels, ho, wo)
+        return module.out_channels * ho * wo, (module.out_channels, ho, wo)
     if isinstance(module, OrPool):
         c, h, w = input_shape
-        return 0, 0, (c, h // module.kernel_size, w // module.kernel_size)
+        return 0, (c, h // module.kernel_size, w // module.kernel_size)
     if isinstance(module, LUTLayer):
-        return module.out_features, module.out_features, (module.out_features,)
+        return module.out_features, (module.out_features,)
     raise TypeError(f"unknown block {type(module).__name__}")
 
 
@@ -730,10 +774,10 @@ def lut_training_cost(model: LUTNet, *, frozen_features: bool = False) -> int:
     shape: tuple[int, ...] = model.input_shape
     cost = 0
     for block in model.features:
-        ev, _, shape = _unrolled_luts(block, shape)
+        ev, shape = _unrolled_luts(block, shape)
         cost += 0 if frozen_features else 3 * ev
     for block in model.classifier:
-        ev, _, shape = _unrolled_luts(block, shape)
+        ev, shape = _unrolled_luts(block, shape)
         cost += 3 * ev
     return int(cost)
 
@@ -820,6 +864,7 @@ def fit_hierarchical(
     stage_epochs: tuple[int, int],
     batch_size: int = 32,
     lr: float = 1e-2,
+    step_size: int | None = None,
     X_eval: torch.Tensor | None = None,
     y_eval: torch.Tensor | None = None,
     random_state: int = 0,
@@ -829,7 +874,7 @@ def fit_hierarchical(
     Stage 1 trains ``model.features`` under a temporary fixed GroupSum head placed directly
     on the feature bits (``stage_epochs[0]`` epochs). Stage 2 freezes the features,
     computes their output bits once for the training set and trains ``classifier`` +
-    ``head`` on those cached bits (``stage_epochs[1]`` epochs); the frozen stage costs
+    ``head`` on those cached bits (``stage_epochs[1]`` epochs, learning rate x0.1 every ``step_size``); the frozen stage costs
     nothing per epoch. A reconstruction of CLGN's "hierarchical training strategy"
     (abstract only). The history's ``acc`` is that of the full network (stage 1 entries
     are ``nan``: the classifier is not trained yet), ``cost``/``seconds`` are cumulative and
@@ -865,7 +910,7 @@ def fit_hierarchical(
     cache_s = time.perf_counter() - t0
     ev_feat = feat_cost // 3
     stage2 = _Stage2(model)
-    h2 = fit_lut_model(stage2, Z, y, epochs=e2, batch_size=batch_size, lr=lr,
+    h2 = fit_lut_model(stage2, Z, y, epochs=e2, batch_size=batch_size, lr=lr, step_size=step_size,
                        cost_per_sample=lut_training_cost(model, frozen_features=True),
                        X_eval=Z_eval, y_eval=y_eval, random_state=random_state + 1)
     for p in model.features.parameters():
@@ -1005,7 +1050,7 @@ def resource_counts(model: LUTNet) -> dict[str, int]:
     shape: tuple[int, ...] = model.input_shape
     distinct = bits = unrolled = unrolled_bits = map_bits = 0
     for block in list(model.features) + list(model.classifier):
-        ev, _, new_shape = _unrolled_luts(block, shape)
+        ev, new_shape = _unrolled_luts(block, shape)
         if isinstance(block, ConvLUT):
             lut, fan_in, m = block.lut, block.in_channels * block.kernel_size**2, block.out_channels
         elif isinstance(block, LUTLayer):
@@ -1062,5 +1107,109 @@ def load_digits_bits(num_bits: int = 3, *, method: str = "uniform", test_size: f
         "X_train": img(Xtr), "X_test": img(Xte),
         "y_train": torch.from_numpy(ytr.astype(np.int64)), "y_test": torch.from_numpy(yte.astype(np.int64)),
         "raw_train": (Xtr / 16.0).astype(np.float32), "raw_test": (Xte / 16.0).astype(np.float32),
+        "encoder": enc,
+    }
+
+
+# --------------------------------------------------------------------------------------
+# Experiment helpers (digits): model zoo, one run, float baselines
+# --------------------------------------------------------------------------------------
+#: Model kinds of the digits experiment.
+KINDS: tuple[str, ...] = ("dwn", "clgn-fixed", "clgn", "clgn-hier")
+
+
+def build_digits_model(kind: str, width: int, *, num_bits: int = 3, conv_channels: int = 16,
+                       random_state: int = 0) -> LUTNet:
+    """The digits models at width ``w``, with equal table bits across kinds.
+
+    ``"dwn"``: DWN MLP 64*b -> w -> w/2 -> GroupSum (table bits :math:`64\\cdot1.5w`).
+    ``"clgn-fixed"`` / ``"clgn"`` / ``"clgn-hier"``: ConvLUT(b -> 16, 3x3, pad 1) -> OrPool(2)
+    -> LUT(16*16 -> 1.5w - 16) -> GroupSum / learnable GroupSum (same table bits:
+    16 conv tables + 1.5w - 16 dense tables of :math:`2^6` bits).
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind={kind!r} is not valid; use one of {KINDS}")
+    w = int(width)
+    if w < 2 or 3 * w // 2 - conv_channels < 10:
+        raise ValueError(f"width={width!r} is too small; use width >= {2 * (conv_channels + 10) // 3 + 1}")
+    if kind == "dwn":
+        return dwn_mlp(64 * num_bits, [w, w // 2], random_state=random_state)
+    return clgn_net((num_bits, 8, 8), conv_channels, [3 * w // 2 - conv_channels], pool=2,
+                    learnable_groupsum=(kind != "clgn-fixed"), random_state=random_state)
+
+
+def run_digits(kind: str, width: int, data: dict[str, Any], *, epochs: int, batch_size: int = 64,
+               lr: float = 1e-2, seed: int = 0) -> dict[str, Any]:
+    """Train one digits model and return its accuracy, counts, training cost and history.
+
+    DWN's recipe scaled to ``epochs``: Adam(lr), learning rate x0.1 every
+    ``ceil(14/30 * epochs)`` epochs (DWN: every 14 of 30). ``"clgn-hier"`` uses :func:`fit_hierarchical` with
+    ``epochs // 3`` feature epochs and the rest for the classifier.
+    """
+    torch.manual_seed(seed)
+    model = build_digits_model(kind, width, num_bits=data["X_train"].shape[1], random_state=seed)
+    Xtr, Xte = data["X_train"], data["X_test"]
+    if kind == "dwn":
+        Xtr, Xte = Xtr.reshape(len(Xtr), -1), Xte.reshape(len(Xte), -1)
+    if kind == "clgn-hier":
+        e1 = max(1, epochs // 3)
+        e2 = epochs - e1
+        hist = fit_hierarchical(model, Xtr, data["y_train"], stage_epochs=(e1, e2), batch_size=batch_size, lr=lr,
+                                step_size=math.ceil(e2 * 14 / 30) if e2 >= 3 else None, X_eval=Xte, y_eval=data["y_test"], random_state=seed)
+    else:
+        hist = fit_lut_model(model, Xtr, data["y_train"], epochs=epochs, batch_size=batch_size, lr=lr,
+                             step_size=math.ceil(epochs * 14 / 30) if epochs >= 3 else None,
+                             X_eval=Xte, y_eval=data["y_test"], cost_per_sample=lut_training_cost(model),
+                             random_state=seed)
+    return {"kind": kind, "width": int(width), "seed": int(seed), "acc": hist["acc"][-1],
+            "train_seconds": hist["seconds"][-1], "train_cost": hist["cost"][-1], "history": hist,
+            "model": model, **resource_counts(model)}
+
+
+class SmallCNN(nn.Module):
+    """Float baseline: Conv(1 -> c, 3x3, pad 1) -> ReLU -> MaxPool(2) -> Linear(c*16 -> k) on 8x8 images."""
+
+    def __init__(self, channels: int = 8, k: int = 10) -> None:
+        super().__init__()
+        self.net = nn.Sequential(nn.Conv2d(1, channels, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                                 nn.Linear(channels * 16, k))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+    def param_bytes(self) -> int:
+        return int(sum(p.numel() for p in self.parameters()) * 4)
+
+
+def load_npz_bits(path: str, num_bits: int = 3, *, method: str = "uniform") -> dict[str, Any]:
+    """Thermometer-encode an image data set stored as ``.npz`` (e.g. Keras' ``mnist.npz``).
+
+    For readers who have the paper-scale data locally (no download happens here). The file
+    must hold ``x_train`` (N, H, W) or (N, C, H, W), ``y_train``, ``x_test`` and ``y_test``.
+    Thresholds are fitted on ``x_train`` (shared by all pixels). Returns the same keys as
+    :func:`load_digits_bits`; with C channels, the bits are laid out as (N, C*num_bits, H, W).
+    """
+    with np.load(path) as f:
+        missing = {"x_train", "y_train", "x_test", "y_test"} - set(f.files)
+        if missing:
+            raise ValueError(f"{path} lacks {sorted(missing)}; it must hold x_train, y_train, x_test, y_test")
+        xtr, ytr, xte, yte = (np.asarray(f[k]) for k in ("x_train", "y_train", "x_test", "y_test"))
+    if xtr.ndim == 3:
+        xtr, xte = xtr[:, None], xte[:, None]
+    if xtr.ndim != 4 or xte.shape[1:] != xtr.shape[1:]:
+        raise ValueError(f"x_train/x_test must be (N, H, W) or (N, C, H, W) with equal image shapes, got {xtr.shape}, {xte.shape}")
+    n, c, h, w = xtr.shape
+    enc = ThermometerEncoder(num_bits, method=method, feature_wise=False).fit(xtr.reshape(n, -1))
+
+    def img(x: np.ndarray) -> torch.Tensor:
+        b = enc.transform(x.reshape(len(x), -1)).reshape(len(x), c, h, w, num_bits)  # (N, C, H, W, bits)
+        return torch.from_numpy(b.transpose(0, 1, 4, 2, 3).reshape(len(x), c * num_bits, h, w).astype(np.float32))
+
+    scale = float(max(xtr.max(), 1))
+    return {
+        "X_train": img(xtr), "X_test": img(xte),
+        "y_train": torch.from_numpy(ytr.astype(np.int64)), "y_test": torch.from_numpy(yte.astype(np.int64)),
+        "raw_train": (xtr.reshape(n, -1) / scale).astype(np.float32),
+        "raw_test": (xte.reshape(len(xte), -1) / scale).astype(np.float32),
         "encoder": enc,
     }
