@@ -284,3 +284,30 @@ def test_sample_covariance_queries_and_capacity_helpers():
     assert curve.shape == (2,) and np.all((curve >= 0) & (curve <= 1))
     with pytest.raises(ValueError, match="method"):
         B.retrieval_success(m, C, qm, qc, np.arange(4), 1.0, method="l2")
+
+
+def test_estimator_api():
+    mus, S = B.sample_commuting_gaussians(12, 3, random_state=23)
+    mem = B.BWDenseAssociativeMemory(beta=5.0).fit(mus, S)
+    assert mem.fit(mus, S) is mem
+    e_stored = mem.energy(mus, S)
+    qm, qc = B.perturb_gaussians(mus, S, 1.0, random_state=24)
+    assert np.all(e_stored < mem.energy(qm, qc))  # stored patterns sit lower than perturbed queries
+    with pytest.raises(ValueError, match=r"^covs is not positive semi-definite"):
+        B.check_gaussians(np.zeros(2), np.diag([1.0, -1.0]))
+
+
+def test_paired_sign_test_against_enumeration():
+    from itertools import product
+    from math import comb
+
+    a = np.array([1, 1, 1, 1, 0, 1, 0, 1], bool)
+    b = np.array([0, 0, 1, 0, 1, 1, 0, 0], bool)
+    n10, n01, p = B.paired_sign_test(a, b)
+    assert (n10, n01) == (4, 1)
+    # brute force over all 2^5 sign patterns of the 5 discordant pairs
+    expect = sum(1 for signs in product([0, 1], repeat=5) if sum(signs) >= 4) / 2**5
+    assert p == pytest.approx(expect) == pytest.approx((comb(5, 4) + comb(5, 5)) / 32)
+    assert B.paired_sign_test(a, a)[2] == 1.0
+    with pytest.raises(ValueError, match="equal shapes"):
+        B.paired_sign_test(a, b[:3])

@@ -64,6 +64,7 @@ __all__ = [
     "retrieval_success",
     "capacity_curve",
     "capacity_threshold",
+    "paired_sign_test",
 ]
 
 EIG_FLOOR = 1e-10  # eigenvalue floor of the query covariance (the authors' code uses the same)
@@ -96,7 +97,7 @@ def check_gaussians(means, covs, *, name: str = "covs", psd_tol: float = 1e-9) -
     m = np.asarray(means, dtype=float)
     c = np.asarray(covs, dtype=float)
     if m.ndim < 1:
-        raise ValueError(f"means must have shape (..., d), got a scalar; pass e.g. np.zeros(d)")
+        raise ValueError("means must have shape (..., d), got a scalar; pass e.g. np.zeros(d)")
     d = m.shape[-1]
     if d < 1:
         raise ValueError(f"means must have d >= 1 entries in the last axis, got shape {m.shape}")
@@ -109,17 +110,23 @@ def check_gaussians(means, covs, *, name: str = "covs", psd_tol: float = 1e-9) -
         raise ValueError(f"means and {name} must be finite (found NaN or inf)")
     scale = np.maximum(1.0, np.abs(c).max(axis=(-2, -1), initial=0.0))
     asym = np.abs(c - np.swapaxes(c, -1, -2)).max(axis=(-2, -1), initial=0.0)
+    def where(bad: np.ndarray) -> tuple[str, tuple]:
+        if c.ndim == 2:
+            return name, ()
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        return f"{name}[{', '.join(map(str, idx))}]", idx
+
     bad = asym > 1e-8 * scale
     if np.any(bad):
-        idx = np.argwhere(np.atleast_1d(bad))[0]
-        raise ValueError(f"{name}[{', '.join(map(str, idx))}] is not symmetric (max |C - C^T| = {np.max(asym):.3g})")
+        label, idx = where(bad)
+        raise ValueError(f"{label} is not symmetric (max |C - C^T| = {asym[idx]:.3g}); a covariance must be symmetric")
     lam_min = np.linalg.eigvalsh(c)[..., 0]
     bad = lam_min < -psd_tol * scale
     if np.any(bad):
-        idx = tuple(np.argwhere(np.atleast_1d(bad))[0])
+        label, idx = where(bad)
         raise ValueError(
-            f"{name}[{', '.join(map(str, idx))}] is not positive semi-definite: smallest eigenvalue "
-            f"{np.atleast_1d(lam_min)[idx]:.3g}; a covariance must be symmetric with eigenvalues >= 0"
+            f"{label} is not positive semi-definite: smallest eigenvalue {lam_min[idx]:.3g}; "
+            f"a covariance must be symmetric with eigenvalues >= 0"
         )
     return m, c
 
@@ -288,8 +295,12 @@ def gibbs_weights(dist_sq: np.ndarray, beta: float) -> np.ndarray:
     return np.exp(z - logsumexp(z, axis=-1, keepdims=True))
 
 
-def _phi_block(m, Om, mus, Sig, beta, frozen_w=None):
-    """One Φ step for a block of queries; no validation. Returns (m+, Om+, dist_sq, weights)."""
+def _phi_block(m: np.ndarray, Om: np.ndarray, mus: np.ndarray, Sig: np.ndarray, beta: float,
+               frozen_w: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One Φ step for a block of q queries (m (q, d), Om (q, d, d)) against N patterns; no validation.
+
+    Returns (m+ (q, d), Om+ (q, d, d), dist_sq (q, N), weights (q, N)).
+    """
     q, d = m.shape
     lam, V = np.linalg.eigh(_sym(Om))  # (q, d), (q, d, d)
     lam = np.maximum(lam, EIG_FLOOR)
@@ -493,9 +504,8 @@ class BWDenseAssociativeMemory:
         return self
 
     def energy(self, means, covs) -> np.ndarray:
-        """Energy :math:`E(\\xi)` of each query; shape (Q,)."""
-        return energy(pairwise_bw_sq(np.atleast_2d(means), np.reshape(covs, (-1,) + np.shape(self.covs_)[1:]),
-                                     self.means_, self.covs_), self.beta)
+        """Energy :math:`E(\\xi)` of each query (means (Q, d), covs (Q, d, d)); shape (Q,)."""
+        return energy(pairwise_bw_sq(means, covs, self.means_, self.covs_), self.beta)
 
     def retrieve(self, means, covs) -> RetrievalResult:
         """Run the retrieval dynamics from each query (see :func:`retrieve`)."""
@@ -607,7 +617,7 @@ def sample_commuting_gaussians(n: int, d: int, *, radius: float | None = None, l
     orthogonal basis (covariances commute); with ``commuting=False`` each pattern gets its own.
 
     The paper's default :math:`R=\sqrt{2d}` puts the eigenvalue sum at exactly :math:`d\lambda_{\min}=d`,
-    a set of probability zero for the rejection sampler (the authors' loop never ends for d >= 3).
+    a set of probability zero for the rejection sampler (the authors' loop never ends for d >= 2).
     Our default is the nearest feasible choice, :math:`R^2/2 = d(\lambda_{\min}+\lambda_{\max})/2`
     (:math:`R=\sqrt{2.1d}` for the default bounds).
 
@@ -828,7 +838,7 @@ def retrieval_success(mus, Sigmas, q_means, q_covs, targets, beta: float, *, met
     return pred == targets
 
 
-def capacity_curve(d: int, n_grid, *, beta: float = 1.0, n_queries: int = 32, stop_below: float = 0.25,
+def capacity_curve(d: int, n_grid, *, beta: float = 1.0, n_queries: int = 32, stop_below: float = 0.5,
                    random_state=None) -> np.ndarray:
     r"""Retrieval success rate against the number of stored patterns (the authors' capacity protocol).
 
@@ -865,3 +875,30 @@ def capacity_threshold(n_grid, success, level: float = 0.9) -> float:
     ok = np.nan_to_num(success, nan=-1.0) >= level
     k = len(ok) if ok.all() else int(np.argmin(ok))
     return float(n_grid[k - 1]) if k > 0 else 0.0
+
+
+def paired_sign_test(hits_a, hits_b) -> tuple[int, int, float]:
+    r"""One-sided exact McNemar (sign) test that method A succeeds more often than B on the same queries.
+
+    With :math:`n_{10}` queries that only A gets right and :math:`n_{01}` that only B gets right, the
+    p-value is :math:`P(X\ge n_{10})` for :math:`X\sim\mathrm{Binomial}(n_{10}+n_{01}, 1/2)` (1 when there
+    is no discordant query).
+
+    Parameters
+    ----------
+    hits_a, hits_b : bool arrays of the same shape
+        Per-query success of the two methods on identical queries.
+
+    Returns
+    -------
+    n10 : int, n01 : int, p_value : float
+    """
+    from scipy.stats import binom
+
+    a, b = np.asarray(hits_a, dtype=bool), np.asarray(hits_b, dtype=bool)
+    if a.shape != b.shape:
+        raise ValueError(f"paired outcomes need equal shapes, got {a.shape} and {b.shape}")
+    n10, n01 = int(np.sum(a & ~b)), int(np.sum(~a & b))
+    n = n10 + n01
+    p = 1.0 if n == 0 else float(binom.sf(n10 - 1, n, 0.5))
+    return n10, n01, p
