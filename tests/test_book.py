@@ -77,7 +77,7 @@ def test_chapter_source_follows_the_standard(path):
     assert -1 not in positions, f"missing sections: {[h for h, p in zip(required, positions) if p < 0]}"
     assert positions == sorted(positions), "sections out of order"
     chapter_id = path.parent.name
-    assert f'record_claims("{chapter_id}"' in text, "the chapter records its claims under its own id"
+    assert re.search(rf'record_claims\(\s*"{chapter_id}"', text), "the chapter records its claims under its own id"
     claim_section = text.split("## The claim", 1)[1].split("## Parameters", 1)[0]
     assert re.search(r"\]\(https?://", claim_section), "the claim section links the paper (arXiv or project page)"
     for pattern in (r"from_pretrained\(['\"][\w-]+/", r"load_dataset\(", r"urlopen\(", r"fetch_openml\(", r"download=True"):
