@@ -93,6 +93,17 @@ def scorecard_markdown(book: Book, scale: str = "full") -> str:
         "Every cell is filled from the claim records the chapters wrote when they ran; "
         "nothing here is typed by hand.\n\n"
     )
+    per = ["| Chapter | Claims | Reproduced | Partly | Not reproduced | Run time |", "|---|---|---|---|---|---|"]
+    for cid, ch in chapters.items():
+        rows = claims.get(cid, [])
+        rec = book.record(scale, cid)
+        runtime = f"{rec.wall_s:.0f} s" if rec and rec.status != "failed" else ("failed" if rec else "not run")
+        n = {v: sum(r["verdict"] == v for r in rows) for v in VERDICT_MARK}
+        per.append(
+            f"| [{_cell(chapter_title(ch))}]({cid}/{ch.notebooks[0].stem}.ipynb) | {len(rows)} | "
+            f"{n['reproduced']} | {n['partly reproduced']} | {n['not reproduced']} | {runtime} |"
+        )
+    head += "\n".join(per) + "\n\n### Every claim\n\n"
     return head + "\n".join(lines) + "\n"
 
 
@@ -196,9 +207,9 @@ def stage(book: Book, scale: str = "full") -> Path:
     (site / "book").mkdir()
     for page in book.book_dir.glob("*.md"):
         shutil.copy2(page, site / "book" / page.name)
-    static = book.book_dir / "_static"
+    static = book.book_dir / "_static"  # Jupyter Book picks up <book root>/_static/*.css itself
     if static.is_dir():
-        shutil.copytree(static, site / "book" / "_static")
+        shutil.copytree(static, site / "_static")
 
     problems = []
     for ch in book.chapters():
