@@ -167,13 +167,3 @@ def test_split_conformal_quantile_and_coverage():
 def test_bad_input_is_a_clear_error(call, match):
     with pytest.raises(ValueError, match=match):
         call()
-
-
-def test_datasets_are_deterministic():
-    a = datasets.digits_classifier_outputs(3)
-    b = datasets.digits_classifier_outputs(3)
-    np.testing.assert_array_equal(a.probs, b.probs)
-    assert 0.7 < a.accuracy < 0.97
-    g1 = datasets.gaussian_mixture_outputs(1)
-    g2 = datasets.gaussian_mixture_outputs(1)
-    np.testing.assert_array_equal(g1.probs, g2.probs)
