@@ -28,24 +28,19 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"{v} must be >= 1")
-    return v
+def _int_at_least(low: int):
+    """An argparse type: an integer >= ``low``, with a one-line message otherwise."""
 
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if v < low:
+            raise argparse.ArgumentTypeError(f"{v} must be >= {low}")
+        return v
 
-def _seed(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"{v} must be >= 0")
-    return v
+    return parse
 
 
 def _scale(text: str) -> str:
@@ -64,8 +59,8 @@ def make_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="execute chapters with papermill (cached)")
     r.add_argument("chapters", nargs="*", help="chapter ids, numbers or slugs (default: all)")
     r.add_argument("--scale", type=_scale, default="ci", help=f"one of {', '.join(SCALES)} (default: ci)")
-    r.add_argument("--seed", type=_seed, default=0, help="non-negative seed (default: 0)")
-    r.add_argument("--jobs", "-j", type=_positive_int, default=1, help="chapters executed at once (default: 1)")
+    r.add_argument("--seed", type=_int_at_least(0), default=0, help="non-negative seed (default: 0)")
+    r.add_argument("--jobs", "-j", type=_int_at_least(1), default=1, help="chapters executed at once (default: 1)")
     r.add_argument("--force", action="store_true", help="execute even if the cache is valid")
     r.add_argument("--no-progress", action="store_true", help="no progress bars")
 
