@@ -33,6 +33,7 @@ build: $(VENV)/.installed
 book: run build
 
 test: $(VENV)/.installed
+	$(PY) -m ruff check --no-cache src tests
 	$(PY) -m icml26 sync
 	$(PY) -m pytest -n 2 --dist loadfile --nbval-lax --nbval-current-env -p no:cacheprovider tests _build/ipynb
 

@@ -2,7 +2,8 @@
 
 import pytest
 
-from icml26.runner import Book
+from icml26.book.runner import Book
+
 HEADER = """---
 jupytext:
   text_representation:
@@ -27,9 +28,10 @@ seed = 0
 ```
 
 ```{code-cell} ipython3
-from icml26 import chapter
+from icml26 import bcp  # noqa: F401  (the toy's cache key covers src/icml26/bcp.py)
+from icml26.book import chapter
 chapter.check_scale(scale)
-claims = [chapter.Claim(id="one", claim="one is one", paper="1", ours=str(1 + seed), checks={"equal": 1 + seed == 1})]
+claims = [chapter.Claim(id="one", claim="one is one", kind="paper", paper="1", ours=str(1 + seed), checks={"equal": 1 + seed == 1})]
 chapter.record_claims("01-toy", claims, scale=scale, seed=seed)
 ```
 """
@@ -60,7 +62,18 @@ def toy(tmp_path):
     (root / "book" / "02-bad").mkdir()
     (root / "book" / "02-bad" / "bad.md").write_text(BAD)
     (root / "book" / "notes.md").write_text("# not a chapter\n")
-    (root / "src" / "lib").mkdir(parents=True)
-    (root / "src" / "lib" / "m.py").write_text("X = 1\n")
+    # a miniature of the library's layout, for the cache-key tests: two method modules,
+    # the notebook runtime and the build tool
+    pkg = root / "src" / "icml26"
+    (pkg / "book").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "_common.py").write_text("C = 1\n")
+    (pkg / "bcp.py").write_text("from ._common import C\nX = 1\n")
+    (pkg / "pasv.py").write_text("Y = 1\n")
+    (pkg / "book" / "__init__.py").write_text("")
+    (pkg / "book" / "chapter.py").write_text("from .._common import C\n")
+    (pkg / "book" / "bench.py").write_text("")
+    for tool in ("runner", "site", "cli", "sync"):
+        (pkg / "book" / f"{tool}.py").write_text("T = 1\n")
     return Book(root)
 

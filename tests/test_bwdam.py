@@ -8,7 +8,7 @@ import pytest
 from icml26 import bwdam as B
 
 ot = pytest.importorskip("ot")
-import ot.gaussian  # noqa: E402  (after the importorskip)
+import ot.gaussian  # noqa: E402, F811  (after the importorskip)
 
 
 def rand_spd(rng, n, d, jitter=0.1):

@@ -231,7 +231,7 @@ def test_dp_sgd_step_agrees_with_opacus():
     with torch.no_grad():
         for k, p in ours.named_parameters():
             p.add_(g[k], alpha=-lr)
-    for (k, p), q in zip(ours.named_parameters(), model.parameters()):
+    for (_k, p), q in zip(ours.named_parameters(), model.parameters()):
         torch.testing.assert_close(p, q.detach(), rtol=1e-5, atol=1e-6)
 
 

@@ -1,9 +1,26 @@
 """icml26 — the thin library behind the executable companion to ICML 2026.
 
-One module per method family (``icml26.bcp`` for backward conformal prediction, ...);
-``icml26.chapter`` holds what every chapter notebook needs (scale, seeds, claim records);
-``icml26.runner`` and ``icml26.site`` execute chapters and build the book
-(``python -m icml26 --help``).
+The top level holds the methods, one module or small package per paper:
+
+========================  ==========================================================
+chapter                   module
+========================  ==========================================================
+01 OPT-Engine             :mod:`icml26.optengine` (LP layer, text, problem classes,
+                          instances, checker, paradigms)
+02 ST-BCP                 :mod:`icml26.bcp` (backward conformal prediction, ST-BCP,
+                          classifier pools)
+03 BW-DAM                 :mod:`icml26.bwdam`
+04 LOCK-GP                :mod:`icml26.lockgp`
+07 FIBER                  :mod:`icml26.fiber`
+08 CLGN                   :mod:`icml26.lut` (DWN exact, CLGN reconstructed)
+15 PASV                   :mod:`icml26.pasv`
+19 BEST                   :mod:`icml26.best`
+========================  ==========================================================
+
+Shared conventions (``random_state``, progress reporting) live in :mod:`icml26._common`.
+The book machinery is apart from the science, in :mod:`icml26.book`: the notebook
+runtime (``chapter``, ``bench``) and the build tool (``runner``, ``site``, ``sync``,
+``cli``; ``python -m icml26 --help``). No method module imports it.
 """
 
 __version__ = "0.1.0"

@@ -1,5 +1,5 @@
-"""``python -m icml26``: list, run and build the book's chapters (see :mod:`icml26.cli`)."""
+"""``python -m icml26``: list, run and build the book's chapters (see :mod:`icml26.book.cli`)."""
 
-from .cli import main
+from .book.cli import main
 
 raise SystemExit(main())

@@ -494,7 +494,7 @@ class BWDenseAssociativeMemory:
         self.max_iter = max_iter
         self.tol = tol
 
-    def fit(self, means, covs) -> "BWDenseAssociativeMemory":
+    def fit(self, means, covs) -> BWDenseAssociativeMemory:
         """Store the Gaussians ``N(means[i], covs[i])``; returns self."""
         _check_beta(self.beta)
         m, c = check_gaussians(means, covs, name="covs")
@@ -538,7 +538,7 @@ class EuclideanDenseAssociativeMemory:
         self.max_iter = max_iter
         self.tol = tol
 
-    def fit(self, X) -> "EuclideanDenseAssociativeMemory":
+    def fit(self, X) -> EuclideanDenseAssociativeMemory:
         """Store the rows of ``X`` (N, p); returns self."""
         _check_beta(self.beta)
         X = np.asarray(X, dtype=float)

@@ -28,8 +28,8 @@ The module has five parts.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping
 
 import numpy as np
 import torch

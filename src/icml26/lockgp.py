@@ -33,9 +33,9 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
 
 import gpytorch
 import numpy as np
@@ -643,7 +643,7 @@ class GPRegressor:
         self.max_iter = max_iter
         self.random_state = random_state
 
-    def fit(self, X: Sequence[str] | np.ndarray | Tensor, y: np.ndarray | Tensor) -> "GPRegressor":
+    def fit(self, X: Sequence[str] | np.ndarray | Tensor, y: np.ndarray | Tensor) -> GPRegressor:
         if self.kernel not in MODELS:
             raise ValueError(f"unknown kernel {self.kernel!r}; use one of {', '.join(map(repr, MODELS))}")
         x = _as_one_hot(X)  # (N, L, A)

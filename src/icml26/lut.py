@@ -28,8 +28,9 @@ from __future__ import annotations
 import functools
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -110,7 +111,7 @@ class ThermometerEncoder:
         self.method = method
         self.feature_wise = bool(feature_wise)
 
-    def fit(self, X: np.ndarray) -> "ThermometerEncoder":
+    def fit(self, X: np.ndarray) -> ThermometerEncoder:
         """Learn the thresholds from ``X`` of shape ``(n_samples, n_features)``; returns ``self``."""
         X = np.asarray(X, dtype=np.float64)
         if X.ndim != 2 or X.shape[0] < 1:

@@ -26,7 +26,7 @@ and the empty DAG with equal weights the Shapley value SV.
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -491,7 +491,7 @@ class AdjacentSwapSampler:
         self.n_proposed = 0
         self.n_accepted = 0
 
-    def step(self, n_steps: int = 1) -> "AdjacentSwapSampler":
+    def step(self, n_steps: int = 1) -> AdjacentSwapSampler:
         """Advance every chain by ``n_steps`` MH steps."""
         C, n = self.n_chains, self.n
         rows = np.arange(C)

@@ -7,6 +7,7 @@ program on a test case in its own process), :mod:`~icml26.best.tasks` and
 evaluate any answer function, stand-in profile models).
 """
 
+from .harness import CaseResult, ProgramRecord, memory_limit_table, run_case
 from .metric import (
     KINDS,
     closure_loop_reference,
@@ -19,7 +20,6 @@ from .metric import (
     unbiased_pass_at_k,
     weight_matrix,
 )
-from .harness import CaseResult, ProgramRecord, memory_limit_table, run_case
 from .tasks import CHARACTERS, SYSTEM_PROMPT, TASK_NAMES, Task, extract_code, get_task, suite
 
 __all__ = [

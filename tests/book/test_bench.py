@@ -1,6 +1,6 @@
 import pytest
 
-from icml26.bench import timeit
+from icml26.book.bench import timeit
 
 
 def test_timeit_reports_order_statistics():

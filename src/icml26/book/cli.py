@@ -102,27 +102,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     if args.command == "sync":
-        import jupytext
+        from .sync import sync
 
-        out_root = book.build_dir / "ipynb"
-        n, stale = 0, []
-        for ch in book.chapters():
-            for nb in ch.notebooks:
-                dest = out_root / "book" / ch.id / f"{nb.stem}.ipynb"
-                source = jupytext.read(nb)
-                if dest.exists() and dest.stat().st_mtime > nb.stat().st_mtime:
-                    twin = jupytext.writes(jupytext.read(dest), fmt="md:myst")
-                    if twin != jupytext.writes(source, fmt="md:myst"):
-                        stale.append(f"{dest} was edited after {nb}")
-                        continue
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                jupytext.write(source, dest, fmt="ipynb")
-                n += 1
-        print(f"wrote {n} notebook twin(s) under {out_root}")
-        if stale:
+        report = sync(book)
+        print(f"wrote {len(report.written)} notebook twin(s) under {book.build_dir / 'ipynb'}")
+        if report.refused:
             print(
                 "python -m icml26 sync: error: the .md files are the source; these twins hold edits the .md lacks:\n  "
-                + "\n  ".join(stale)
+                + "\n  ".join(report.refused)
                 + "\n  pull them in with `jupytext --sync <the .md>` (or delete the twin to discard them), then rerun",
                 file=sys.stderr,
             )

@@ -8,10 +8,10 @@ import jupytext
 import pytest
 import yaml
 
-from icml26 import site
-from icml26.runner import Book
+from icml26.book import site
+from icml26.book.runner import Book
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BOOK = Book(ROOT)
 CHAPTERS = BOOK.chapters()
 NOTEBOOKS = [nb for ch in CHAPTERS for nb in ch.notebooks]
@@ -23,7 +23,7 @@ def _pins(lines):
         line = line.split("#")[0].strip()
         if "==" in line:
             name, version = line.split("==")
-            out[name.strip().lower()] = version.strip()
+            out[re.sub(r"\[.*\]", "", name).strip().lower()] = version.strip()
     return out
 
 
@@ -82,3 +82,19 @@ def test_chapter_source_follows_the_standard(path):
     assert re.search(r"\]\(https?://", claim_section), "the claim section links the paper (arXiv or project page)"
     for pattern in (r"from_pretrained\(['\"][\w-]+/", r"load_dataset\(", r"urlopen\(", r"fetch_openml\(", r"download=True"):
         assert not re.search(pattern, text), f"run-time download in {path.name}: {pattern}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.parent.name for p in NOTEBOOKS])
+def test_every_claim_states_its_kind(path):
+    from icml26.book import lint
+
+    assert lint.claims_without_kind(path) == [], "every chapter.Claim(...) passes kind= (paper, derived, stand-in or own)"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.parent.name for p in NOTEBOOKS])
+def test_no_typed_numbers_in_result_prose(path):
+    """Result sentences are generated from computed values (chapter.say / glue), never typed."""
+    from icml26.book import lint
+
+    found = lint.prose_numbers(path)
+    assert found == [], "typed numbers in the result sections' prose:\n  " + "\n  ".join(found)

@@ -13,19 +13,24 @@ a rerun with all of these unchanged is a cache hit and does not execute; a chang
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import os
 import re
 import shutil
+import tempfile
 import time
+import uuid
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
 
-from .chapter import SCALES, check_scale, check_seed
+from .chapter import check_scale, check_seed
 
+RUNTIME_MODULES: tuple[str, ...] = ("icml26.book.chapter", "icml26.book.bench")
+PACKAGE = "icml26"
 CHAPTER_DIR = re.compile(r"^(\d\d)-([a-z0-9][a-z0-9-]*)$")
 
 
@@ -121,23 +126,37 @@ class Book:
         return RunRecord(**json.loads(p.read_text()))
 
     # -- cache key -------------------------------------------------------------------------
-    def cache_key(self, chapter: Chapter, scale: str, seed: int) -> str:
-        """SHA-256 over the chapter sources, ``src/``, the chapter's data, the pins and the parameters."""
-        h = hashlib.sha256()
+    def key_inputs(self, chapter: Chapter) -> list[Path]:
+        """The files a chapter's cache key covers, in a stable order.
+
+        They are the chapter's notebooks, the ``icml26`` modules the notebooks import
+        (transitively, through absolute and relative imports), the notebook runtime
+        (``icml26.book.chapter`` and ``icml26.book.bench`` with their imports), the
+        chapter's ``data/<chapter>/`` folder and the pins. The build tool (runner,
+        site, CLI) and the modules of other chapters are not among them.
+        """
         files: list[Path] = list(chapter.notebooks)
-        files += sorted(p for p in self.src_dir.rglob("*.py") if "__pycache__" not in p.parts)
+        roots: set[str] = set(RUNTIME_MODULES)
+        for nb in chapter.notebooks:
+            roots |= _notebook_imports(nb)
+        files += module_closure(self.src_dir, roots)
         data = self.data_dir / chapter.id
         if data.is_dir():
             files += sorted(p for p in data.rglob("*") if p.is_file())
         for name in ("requirements.txt", "requirements.lock"):
             if (self.root / name).exists():
                 files.append(self.root / name)
-        for p in files:
+        return files
+
+    def cache_key(self, chapter: Chapter, scale: str, seed: int, params: dict | None = None) -> str:
+        """SHA-256 over :meth:`key_inputs` (paths and contents) and the parameters."""
+        h = hashlib.sha256()
+        for p in self.key_inputs(chapter):
             h.update(str(p.relative_to(self.root)).encode())
             h.update(b"\0")
             h.update(p.read_bytes())
             h.update(b"\0")
-        h.update(json.dumps({"scale": scale, "seed": seed}, sort_keys=True).encode())
+        h.update(json.dumps({"scale": scale, "seed": seed, **(params or {})}, sort_keys=True).encode())
         return h.hexdigest()
 
     # -- execution -------------------------------------------------------------------------
@@ -178,48 +197,42 @@ class Book:
         if stale.exists():
             shutil.rmtree(stale)
 
-        env_backup = os.environ.get("ICML26_RESULTS_DIR")
-        os.environ["ICML26_RESULTS_DIR"] = str(self.results_dir())
+        kernel_env = {"ICML26_RESULTS_DIR": str(self.results_dir()), "ICML26_RUN_KEY": key, "ICML26_PROGRESS": "line"}
         t0 = time.perf_counter()
         record = RunRecord(chapter=chapter.id, scale=scale, seed=seed, status="ok", wall_s=0.0, key=key)
-        try:
-            for nb_path in chapter.notebooks:
-                out = out_dir / f"{nb_path.stem}.ipynb"
-                record.notebooks.append(out.name)
-                bar: bool | dict = False
-                if progress:
-                    bar = {"desc": f"{chapter.id}/{nb_path.stem}", "leave": False}
-                    if position is not None:
-                        bar["position"] = position
-                source = jupytext.read(nb_path)
-                try:
-                    papermill.execute_notebook(
-                        source,
-                        str(out),
-                        parameters={"scale": scale, "seed": seed},
-                        cwd=str(chapter.path),
-                        kernel_name="python3",
-                        progress_bar=bar,
-                        log_output=False,
-                    )
-                except PapermillExecutionError as exc:
-                    record.status = "failed"
-                    record.error = {
-                        "notebook": nb_path.name,
-                        "cell": _source_cell_number(source, exc.cell_index),
-                        "ename": exc.ename,
-                        "evalue": str(exc.evalue).splitlines()[0][:500] if exc.evalue else "",
-                    }
-                    break
-                except Exception as exc:  # kernel died, bad notebook, ...
-                    record.status = "failed"
-                    record.error = {"notebook": nb_path.name, "cell": None, "ename": type(exc).__name__, "evalue": str(exc)[:500]}
-                    break
-        finally:
-            if env_backup is None:
-                os.environ.pop("ICML26_RESULTS_DIR", None)
-            else:
-                os.environ["ICML26_RESULTS_DIR"] = env_backup
+        for nb_path in chapter.notebooks:
+            out = out_dir / f"{nb_path.stem}.ipynb"
+            record.notebooks.append(out.name)
+            bar: bool | dict = False
+            if progress:
+                bar = {"desc": f"{chapter.id}/{nb_path.stem}", "leave": False}
+                if position is not None:
+                    bar["position"] = position
+            source = jupytext.read(nb_path)
+            try:
+                papermill.execute_notebook(
+                    source,
+                    str(out),
+                    parameters={"scale": scale, "seed": seed},
+                    cwd=str(chapter.path),
+                    kernel_name="python3",
+                    progress_bar=bar,
+                    log_output=False,
+                    kernel_manager_class=kernel_manager_with_env(kernel_env),
+                )
+            except PapermillExecutionError as exc:
+                record.status = "failed"
+                record.error = {
+                    "notebook": nb_path.name,
+                    "cell": _source_cell_number(source, exc.cell_index),
+                    "ename": exc.ename,
+                    "evalue": str(exc.evalue).splitlines()[0][:500] if exc.evalue else "",
+                }
+                break
+            except Exception as exc:  # kernel died, bad notebook, ...
+                record.status = "failed"
+                record.error = {"notebook": nb_path.name, "cell": None, "ename": type(exc).__name__, "evalue": str(exc)[:500]}
+                break
         record.wall_s = round(time.perf_counter() - t0, 2)
         record.finished = time.strftime("%Y-%m-%d %H:%M:%S")
         (out_dir / "run.json").write_text(json.dumps(asdict(record), indent=2))
@@ -284,5 +297,98 @@ def _source_cell_number(source, cell_index: int | None) -> str | None:
     return f"{idx + 1} (code cell {code_no}: {first!r})"
 
 
-def scales() -> tuple[str, ...]:
-    return SCALES
+
+
+def _module_file(src: Path, module: str) -> Path | None:
+    """The source file of ``module`` (dotted) under ``src``, if it is one of ours."""
+    base = src.joinpath(*module.split("."))
+    for cand in (base.with_suffix(".py"), base / "__init__.py"):
+        if cand.is_file():
+            return cand
+    return None
+
+
+def _imports_of(tree: ast.AST, module: str, is_package: bool) -> set[str]:
+    """Dotted names of the ``icml26`` modules a parsed module imports (submodules included)."""
+    out: set[str] = set()
+    package = module if is_package else module.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names if a.name.split(".")[0] == PACKAGE}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                if node.level > 1:
+                    parts = parts[: len(parts) - (node.level - 1)]
+                base = ".".join(parts + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            if base.split(".")[0] != PACKAGE:
+                continue
+            out.add(base)
+            out |= {f"{base}.{a.name}" for a in node.names if a.name != "*"}
+    return out
+
+
+def _notebook_imports(path: Path) -> set[str]:
+    """``icml26`` modules imported by the code cells of a MyST notebook."""
+    text = path.read_text(encoding="utf-8")
+    code = "\n".join(re.findall(r"^```\{code-cell\}[^\n]*\n(.*?)^```", text, re.M | re.S))
+    lines = [ln for ln in code.splitlines() if not ln.lstrip().startswith(("%", "!", ":"))]
+    try:
+        tree = ast.parse("\n".join(lines))
+    except SyntaxError:  # a cell the parser cannot read: fall back to a line scan
+        tree = ast.parse("\n".join(ln.strip() for ln in lines if ln.strip().startswith(("import ", "from "))))
+    return _imports_of(tree, "__main__", False)
+
+
+def module_closure(src: Path, modules: Iterable[str]) -> list[Path]:
+    """Source files of ``modules`` and of every ``icml26`` module they import, transitively.
+
+    Parent packages' ``__init__.py`` are included, since importing ``a.b`` runs ``a``.
+    Names that are not modules (``from icml26.x import some_function``) are skipped.
+    """
+    seen: dict[str, Path] = {}
+    todo = list(modules)
+    while todo:
+        name = todo.pop()
+        parts = name.split(".")
+        for i in range(1, len(parts) + 1):
+            sub = ".".join(parts[:i])
+            if sub in seen:
+                continue
+            f = _module_file(src, sub)
+            if f is None:
+                continue
+            seen[sub] = f
+            text = f.read_text(encoding="utf-8")
+            todo.extend(_imports_of(ast.parse(text), sub, f.name == "__init__.py"))
+            # scripts a module runs by file name (``Path(__file__).with_name("_runner.py")``)
+            for script in re.findall(r"[\"']([A-Za-z_]\w*\.py)[\"']", text):
+                if (f.parent / script).is_file():
+                    seen[f"{sub}:{script}"] = f.parent / script
+    return sorted(set(seen.values()))
+
+
+def kernel_manager_with_env(extra_env: dict[str, str]):
+    """A kernel-manager class whose kernels start with ``extra_env`` added to the environment.
+
+    Each execution gets its own class, so chapters executed at the same time in threads
+    never see each other's settings (the process environment is left alone).
+    """
+    from jupyter_client.manager import AsyncKernelManager
+
+    extra = dict(extra_env)
+
+    class _EnvKernelManager(AsyncKernelManager):
+        async def start_kernel(self, **kw):  # type: ignore[override]
+            env = dict(kw.pop("env", None) or os.environ)
+            env.update(extra)
+            # local IPC sockets: nothing listens on TCP, and the kernel does not warn that it does
+            # (each kernel its own socket path; the default "kernel-ipc" in the current
+            # folder would be shared by kernels started at the same time)
+            self.transport = "ipc"
+            self.ip = os.path.join(tempfile.gettempdir(), f"icml26-kernel-{uuid.uuid4().hex}")
+            return await super().start_kernel(env=env, **kw)
+
+    return _EnvKernelManager

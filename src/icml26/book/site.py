@@ -23,7 +23,22 @@ from pathlib import Path
 from .chapter import SCALES
 from .runner import Book, Chapter
 
-VERDICT_MARK = {"reproduced": "**reproduced**", "partly reproduced": "*partly reproduced*", "not reproduced": "not reproduced"}
+VERDICT_MARK = {
+    "reproduced": "**reproduced**",
+    "partly reproduced": "*partly reproduced*",
+    "not reproduced": "not reproduced",
+    "verified": "verified",
+    "fails": "**fails**",
+    "illustrates": "illustrates",
+    "does not illustrate": "**does not illustrate**",
+    "holds": "holds",
+}
+KIND_TITLE = {
+    "paper": "Paper claims: the paper's empirical results, tested here",
+    "derived": "Derived: identities and theorems the paper states, verified numerically",
+    "stand-in": "Stand-ins: how labelled stand-ins behave (they illustrate, they do not reproduce)",
+    "own": "The chapters' own properties (harnesses, samplers, tooling)",
+}
 
 
 class BuildError(RuntimeError):
@@ -33,78 +48,165 @@ class BuildError(RuntimeError):
 # ---------------------------------------------------------------------------------------
 # claim records -> scorecard
 # ---------------------------------------------------------------------------------------
-def load_claims(book: Book, scale: str) -> dict[str, list[dict]]:
-    """Every claim record of a scale, by chapter id (parts concatenated in name order)."""
+def load_records(book: Book, scale: str) -> dict[str, list[dict]]:
+    """Every claim record of a scale, by chapter id: the JSON payloads, parts in name order.
+
+    A payload whose ``run_key`` differs from the cache key of the chapter's last run
+    record (a record written by a run outside ``python -m icml26 run``, or by an older
+    run) gets ``"mismatch": True``.
+    """
     out: dict[str, list[dict]] = {}
     base = book.results_dir() / scale
     if not base.is_dir():
         return out
     for ch_dir in sorted(p for p in base.iterdir() if p.is_dir()):
-        rows = []
+        rec = book.record(scale, ch_dir.name)
+        payloads = []
         for f in sorted(ch_dir.glob("*.json")):
             payload = json.loads(f.read_text())
-            rows.extend(payload.get("claims", []))
-        out[ch_dir.name] = rows
+            payload["mismatch"] = rec is None or payload.get("run_key", "") != rec.key
+            payloads.append(payload)
+        out[ch_dir.name] = payloads
     return out
 
 
+def load_claims(book: Book, scale: str) -> dict[str, list[dict]]:
+    """Every claim row of a scale, by chapter id (parts concatenated in name order)."""
+    return {cid: [c for p in payloads for c in p.get("claims", [])] for cid, payloads in load_records(book, scale).items()}
+
+
 def _cell(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    return str(text).replace("|", "\\|").replace("\n", " ").strip() or "—"
+
+
+def remit(book: Book) -> list[dict]:
+    """The book's papers (``book/papers.yml``): id, title, url; chapters not listed there are appended."""
+    import yaml
+
+    f = book.book_dir / "papers.yml"
+    papers = list(yaml.safe_load(f.read_text())["papers"]) if f.exists() else []
+    known = {p["id"] for p in papers}
+    for ch in book.chapters():
+        if ch.id not in known:
+            papers.append({"id": ch.id, "title": chapter_title(ch), "url": None})
+    return sorted(papers, key=lambda p: p["id"])
+
+
+def _runtime(book: Book, scale: str, cid: str) -> str:
+    rec = book.record(scale, cid)
+    if rec is None:
+        return "not run"
+    return "failed" if rec.status == "failed" else f"{rec.wall_s:.0f} s"
+
+
+def _decided(row: dict) -> str:
+    decisions = row.get("decisions") or {}
+    parts = []
+    for name, ok in row.get("checks", {}).items():
+        d = decisions.get(name)
+        parts.append(f"{name}: {d['detail']}" if d else f"{name}: {'yes' if ok else 'no'}")
+    return "; ".join(parts)
+
+
+def _note(row: dict) -> str:
+    note = row.get("note", "")
+    if row.get("revised"):
+        note = (note + f" **Revised after a result:** {row['revised']}").strip()
+    return note
 
 
 def scorecard_markdown(book: Book, scale: str = "full") -> str:
-    """The scorecard as a MyST markdown table: one row per chapter and claim."""
-    claims = load_claims(book, scale)
+    """The scorecard as MyST markdown: headline over *paper* claims, coverage, one table per kind."""
+    records = load_records(book, scale)
     chapters = {c.id: c for c in book.chapters()}
-    counts = {v: 0 for v in VERDICT_MARK}
-    lines = [
-        "| Chapter | Claim | Paper | This run | Verdict | Chapter run time |",
-        "|---|---|---|---|---|---|",
-    ]
+    rows_by_kind: dict[str, list[str]] = {k: [] for k in KIND_TITLE}
+    counts: dict[str, dict[str, int]] = {k: {} for k in KIND_TITLE}
+    per_chapter: dict[str, dict[str, dict[str, int]]] = {}
+    mismatched = []
     for cid, ch in chapters.items():
-        rec = book.record(scale, cid)
-        rows = claims.get(cid, [])
-        runtime = f"{rec.wall_s:.0f} s" if rec and rec.status != "failed" else ("failed" if rec else "not run")
         link = f"[{_cell(chapter_title(ch))}]({cid}/{ch.notebooks[0].stem}.ipynb)"
-        if not rows:
-            lines.append(f"| {link} | *(no claim records)* | | | | {runtime} |")
+        per_chapter[cid] = {k: {} for k in KIND_TITLE}
+        first = {k: True for k in KIND_TITLE}
+        for payload in records.get(cid, []):
+            if payload["mismatch"]:
+                mismatched.append(f"{cid}/{payload.get('part', 'main')} (seed {payload.get('seed')})")
+                continue
+            for r in payload.get("claims", []):
+                kind = r.get("kind")
+                if kind not in KIND_TITLE:
+                    raise BuildError(f"{cid}: claim {r.get('id')!r} has no valid kind ({kind!r}); rerun the chapter")
+                v = r["verdict"]
+                counts[kind][v] = counts[kind].get(v, 0) + 1
+                per_chapter[cid][kind][v] = per_chapter[cid][kind].get(v, 0) + 1
+                cells = [
+                    link if first[kind] else "",
+                    _cell(r["claim"]),
+                    _cell(r["paper"]),
+                    _cell(r["ours"]),
+                    VERDICT_MARK.get(v, v),
+                    _cell(_decided(r)),
+                    _cell(r.get("stand_in", "")),
+                    _cell(_note(r)),
+                ]
+                first[kind] = False
+                rows_by_kind[kind].append("| " + " | ".join(cells) + " |")
+
+    def tally(kind: str) -> str:
+        c = counts[kind]
+        n = sum(c.values())
+        if kind == "paper":
+            words = ["reproduced", "partly reproduced", "not reproduced"]
+        else:
+            words = [w for w in VERDICT_MARK if w in c]
+        return f"{n} (" + ", ".join(f"{c.get(w, 0)} {w}" for w in words) + ")" if n else "0"
+
+    papers = remit(book)
+    written = [p for p in papers if p["id"] in chapters]
+    n_paper = sum(counts["paper"].values())
+    head = [
+        f"**{n_paper} paper claim{'s' * (n_paper != 1)}** from {len(written)} of the {len(papers)} papers "
+        f"at `{scale}` scale, single seed: "
+        + ", ".join(f"**{counts['paper'].get(w, 0)} {w}**" for w in ("reproduced", "partly reproduced", "not reproduced"))
+        + ".",
+        "",
+        "Only *paper* claims, the papers' empirical results tested here, count in that line. Besides them the chapters "
+        f"check {tally('derived')} *derived* identities, show {tally('stand-in')} *stand-in* behaviours, and test "
+        f"{tally('own')} properties of their *own* tooling; each kind has its own table and its own words below. "
+        "Every cell is filled from the claim records the chapters wrote when they ran; nothing here is typed by hand. "
+        "\"—\" marks an empty cell.",
+        "",
+    ]
+    if mismatched:
+        head += [
+            "```{warning}",
+            "These claim records do not come from the runs rendered here (another seed, or a run outside "
+            "`python -m icml26 run`), so they are left out: " + ", ".join(mismatched) + ".",
+            "```",
+            "",
+        ]
+    cov = ["| Paper | Chapter | Paper claims: reproduced / partly / not | Derived | Stand-in | Own | Run time |", "|---|---|---|---|---|---|---|"]
+    for p in papers:
+        cid = p["id"]
+        title = _cell(p["title"])
+        if cid not in chapters:
+            paper = f"[{title}]({p['url']})" if p.get("url") else title
+            cov.append(f"| {paper} | *not yet written* | — | — | — | — | — |")
             continue
-        for i, r in enumerate(rows):
-            counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
-            lines.append(
-                "| "
-                + " | ".join(
-                    [
-                        link if i == 0 else "",
-                        _cell(r["claim"]),
-                        _cell(r["paper"]),
-                        _cell(r["ours"]),
-                        VERDICT_MARK.get(r["verdict"], r["verdict"]),
-                        runtime if i == 0 else "",
-                    ]
-                )
-                + " |"
-            )
-    total = sum(counts.values())
-    summary = ", ".join(f"{n} {v}" for v, n in counts.items())
-    head = (
-        f"{total} claim{'s' * (total != 1)} from {len(chapters)} chapter{'s' * (len(chapters) != 1)} "
-        f"at `{scale}` scale: {summary}. "
-        "Every cell is filled from the claim records the chapters wrote when they ran; "
-        "nothing here is typed by hand.\n\n"
-    )
-    per = ["| Chapter | Claims | Reproduced | Partly | Not reproduced | Run time |", "|---|---|---|---|---|---|"]
-    for cid, ch in chapters.items():
-        rows = claims.get(cid, [])
-        rec = book.record(scale, cid)
-        runtime = f"{rec.wall_s:.0f} s" if rec and rec.status != "failed" else ("failed" if rec else "not run")
-        n = {v: sum(r["verdict"] == v for r in rows) for v in VERDICT_MARK}
-        per.append(
-            f"| [{_cell(chapter_title(ch))}]({cid}/{ch.notebooks[0].stem}.ipynb) | {len(rows)} | "
-            f"{n['reproduced']} | {n['partly reproduced']} | {n['not reproduced']} | {runtime} |"
+        ch = chapters[cid]
+        pc = per_chapter[cid]
+        paper_counts = " / ".join(str(pc["paper"].get(w, 0)) for w in ("reproduced", "partly reproduced", "not reproduced"))
+        others = [", ".join(f"{n} {w}" for w, n in pc[k].items()) or "—" for k in ("derived", "stand-in", "own")]
+        cov.append(
+            f"| {title} | [{cid}]({cid}/{ch.notebooks[0].stem}.ipynb) | {paper_counts} | "
+            + " | ".join(others)
+            + f" | {_runtime(book, scale, cid)} |"
         )
-    head += "\n".join(per) + "\n\n### Every claim\n\n"
-    return head + "\n".join(lines) + "\n"
+    out = "\n".join(head) + "\n### Coverage\n\n" + "\n".join(cov) + "\n"
+    header = "| Chapter | Claim | Paper | This run | Verdict | How it was decided | Stand-in | Note |\n|---|---|---|---|---|---|---|---|"
+    for kind, title in KIND_TITLE.items():
+        out += f"\n### {title}\n\n"
+        out += (header + "\n" + "\n".join(rows_by_kind[kind]) + "\n") if rows_by_kind[kind] else "*(none)*\n"
+    return out
 
 
 def chapter_title(ch: Chapter) -> str:
@@ -290,6 +392,3 @@ def check_toc(book: Book) -> list[str]:
         problems.append(f"_toc.yml root {root} does not exist")
     return problems
 
-
-def chapter_of(book: Book, cid: str) -> Chapter:
-    return book.select([cid])[0]

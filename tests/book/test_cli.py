@@ -1,4 +1,4 @@
-"""Tests of icml26.cli: one-line argument errors, exit codes, sync (on the toy book of conftest.py)."""
+"""Tests of icml26.book.cli: one-line argument errors, exit codes, sync (on the toy book of conftest.py)."""
 
 import os
 import subprocess
@@ -46,7 +46,23 @@ def test_sync_writes_twins_and_refuses_to_clobber_edited_twin(toy):
     assert any("parameters" in c.metadata.get("tags", []) for c in nb.cells)
     nb.cells[-1].source += "\n# edited in the twin"
     nbformat.write(nb, str(twin))
-    os.utime(twin, (twin.stat().st_atime + 5, twin.stat().st_mtime + 5))
+    # the .md is touched after the twin's edit: a modification-time rule would lose the edit
+    src = toy.root / "book" / "01-toy" / "toy.md"
+    os.utime(src, (twin.stat().st_atime + 5, twin.stat().st_mtime + 5))
     proc = _cli("sync", root=toy.root)
-    assert proc.returncode == 1 and "toy.ipynb was edited after" in proc.stderr
+    assert proc.returncode == 1 and "toy.ipynb holds edits that" in proc.stderr
     assert "edited in the twin" in twin.read_text()  # not overwritten
+    # once the .md carries the same edit, the twin is in step again and sync writes it
+    src.write_text(src.read_text().replace('record_claims("01-toy", claims, scale=scale, seed=seed)\n```',
+                                           'record_claims("01-toy", claims, scale=scale, seed=seed)\n# edited in the twin\n```'))
+    assert _cli("sync", root=toy.root).returncode == 0
+
+
+def test_sync_rewrites_unedited_twin_after_md_change(toy):
+    assert _cli("sync", root=toy.root).returncode == 0
+    src = toy.root / "book" / "01-toy" / "toy.md"
+    src.write_text(src.read_text().replace("x = 1", "x = 2"))
+    src.write_text(src.read_text() + "\n```{code-cell} ipython3\ny = 3\n```\n")
+    assert _cli("sync", root=toy.root).returncode == 0
+    twin = toy.build_dir / "ipynb" / "book" / "01-toy" / "toy.ipynb"
+    assert "y = 3" in twin.read_text()

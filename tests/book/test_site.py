@@ -1,16 +1,16 @@
-"""Tests of icml26.site: scorecard, status page, staging, output clean-up."""
+"""Tests of icml26.book.site: scorecard, status page, staging, output clean-up."""
 
 import nbformat
 import pytest
 
-from icml26 import site
+from icml26.book import site
 
 
 def test_scorecard_and_stage(toy):
     ch = toy.select(["01"])[0]
     toy.execute(ch, "full", 0, progress=False)
     card = site.scorecard_markdown(toy, "full")
-    assert "| [Toy](01-toy/toy.ipynb) | one is one | 1 | 1 | **reproduced** |" in card
+    assert "| [Toy](01-toy/toy.ipynb) | one is one | 1 | 1 | **reproduced** | equal: yes | — | — |" in card
     assert "02-bad" in card and "not run" in card
     (toy.root / "_config.yml").write_text("title: t\n")
     (toy.root / "_toc.yml").write_text("format: jb-book\nroot: book/notes\n")

@@ -1,0 +1,133 @@
+"""Conventions shared by every method module: randomness and progress reporting.
+
+Randomness
+    Every function or class that draws random numbers takes ``random_state`` (an int,
+    a :class:`numpy.random.Generator` or ``None``), as scikit-learn does, and turns it
+    into a generator with :func:`check_random_state`. Torch code seeds a
+    :class:`torch.Generator` from the same value with :func:`torch_generator`.
+
+Progress
+    Long loops use :func:`progress`. On a terminal it is a live tqdm bar; in a notebook
+    kernel (Jupyter, papermill) it prints one line when the loop ends, so executed
+    notebooks hold no progress-bar noise. ``ICML26_PROGRESS=live`` asks for live bars
+    everywhere, ``ICML26_PROGRESS=off`` for none.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any, TypeVar
+
+import numpy as np
+
+T = TypeVar("T")
+
+RandomState = int | np.integer | np.random.Generator | None
+
+
+def check_random_state(random_state: RandomState) -> np.random.Generator:
+    """Turn ``random_state`` into a :class:`numpy.random.Generator`.
+
+    Parameters
+    ----------
+    random_state : int, numpy.random.Generator or None
+        An int in ``[0, 2**32)`` seeds a new generator; a generator is returned as it
+        is (so that a caller can thread one through several calls); ``None`` draws
+        fresh entropy.
+
+    Returns
+    -------
+    numpy.random.Generator
+
+    Raises
+    ------
+    TypeError
+        For anything else (a float, a string, a legacy ``RandomState``).
+    ValueError
+        For a negative or too large integer.
+
+    References
+    ----------
+    Mirrors :func:`sklearn.utils.check_random_state`, for the new Generator API.
+    """
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if random_state is None:
+        return np.random.default_rng()
+    if isinstance(random_state, (bool, np.bool_)) or not isinstance(random_state, (int, np.integer)):
+        raise TypeError(
+            f"random_state={random_state!r} ({type(random_state).__name__}) is not valid; "
+            "use an int, a numpy.random.Generator or None"
+        )
+    if not 0 <= int(random_state) < 2**32:
+        raise ValueError(f"random_state={random_state!r} must lie in [0, 2**32)")
+    return np.random.default_rng(int(random_state))
+
+
+def seed_from(random_state: RandomState) -> int:
+    """An int seed in ``[0, 2**31)`` derived from ``random_state`` (for torch and other libraries)."""
+    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, (bool, np.bool_)):
+        check_random_state(random_state)
+        return int(random_state) % 2**31
+    return int(check_random_state(random_state).integers(0, 2**31))
+
+
+def torch_generator(random_state: RandomState):
+    """A :class:`torch.Generator` seeded from ``random_state`` (see :func:`check_random_state`)."""
+    import torch
+
+    return torch.Generator().manual_seed(seed_from(random_state))
+
+
+def _mode() -> str:
+    mode = os.environ.get("ICML26_PROGRESS", "").strip().lower()
+    if mode in ("live", "off", "line"):
+        return mode
+    try:
+        tty = sys.stderr.isatty()
+    except (AttributeError, ValueError):  # pragma: no cover - closed or replaced stream
+        tty = False
+    return "live" if tty else "line"
+
+
+def progress(iterable: Iterable[T], desc: str = "", *, total: int | None = None, disable: bool = False, **tqdm_kw: Any) -> Iterator[T]:
+    """Iterate over ``iterable`` with progress reporting fit for where it runs.
+
+    Parameters
+    ----------
+    iterable : iterable
+        What to loop over.
+    desc : str
+        Label of the loop.
+    total : int, optional
+        Number of items when ``len(iterable)`` is unknown.
+    disable : bool
+        No reporting at all.
+    **tqdm_kw
+        Passed to :class:`tqdm.tqdm` in live mode (``leave``, ``position``, ...).
+
+    Yields
+    ------
+    The items of ``iterable``.
+    """
+    mode = "off" if disable else _mode()
+    if mode == "live":
+        from tqdm import tqdm
+
+        yield from tqdm(iterable, desc=desc, total=total, **tqdm_kw)
+        return
+    if total is None:
+        try:
+            total = len(iterable)  # type: ignore[arg-type]
+        except TypeError:
+            total = None
+    t0, n = time.perf_counter(), 0
+    for item in iterable:
+        n += 1
+        yield item
+    if mode == "line":
+        of = f"/{total}" if total is not None else ""
+        print(f"{desc or 'loop'}: {n}{of} done in {time.perf_counter() - t0:.1f} s", flush=True)
