@@ -1,6 +1,11 @@
 """Shared fixtures: a throw-away book in a temporary folder, so tests never touch the real one."""
 
+import sys
+from pathlib import Path
+
 import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))  # tests/badinput.py, for test modules in subfolders
 
 from icml26.book.runner import Book
 
