@@ -1,0 +1,453 @@
+"""Batch reproduction: chapters × seeds × scales as independent tasks on Dask distributed.
+
+``python -m icml26 sweep --seeds 0-4 --scale full`` runs every chapter at five seeds, on
+a :class:`dask.distributed.LocalCluster` sized to the machine (or, with ``--scheduler
+tcp://host:port``, on an existing cluster). Each task carries what it needs as data:
+the chapter's notebook sources, its ``data/`` files and the parameters. A worker needs
+only the installed ``icml26`` package (and the pinned stack); it executes the chapter in
+a temporary folder and returns the executed notebooks and the claim records as data.
+The client writes them under ``_build/sweep/<scale>/seed-<seed>/<chapter>/`` — no shared
+filesystem is assumed.
+
+Tasks are cached like ``run``: by chapter, seed, scale, parameters and the chapter's
+cache key (:meth:`icml26.book.runner.Book.cache_key`). A failing task is reported with
+its chapter, seed and cell while the others finish; Ctrl-C cancels the sweep.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from .chapter import check_scale, check_seed
+from .runner import Book, Chapter, _source_cell_number, kernel_manager_with_env
+
+SWEEP_DIR = "sweep"
+
+
+def parse_seeds(text: str) -> list[int]:
+    """Seeds from ``"0-4"``, ``"0,1,2"`` or a mix (``"0-2,7"``), sorted and unique.
+
+    >>> parse_seeds("0-2,7")
+    [0, 1, 2, 7]
+    """
+    seeds: set[int] = set()
+    for part in str(text).split(","):
+        part = part.strip()
+        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+        if not m:
+            raise ValueError(f"seeds {text!r}: {part!r} is not a seed or a range like 0-4")
+        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        if hi < lo:
+            raise ValueError(f"seeds {text!r}: the range {part!r} runs backwards")
+        if hi - lo >= 10_000:
+            raise ValueError(f"seeds {text!r}: the range {part!r} holds more than 10000 seeds")
+        seeds.update(check_seed(s) for s in range(lo, hi + 1))
+    return sorted(seeds)
+
+
+def parse_params(items: Sequence[str]) -> dict[str, Any]:
+    """Notebook parameters from ``key=value`` strings; values are read as JSON when they parse.
+
+    >>> parse_params(["n_seeds=3", "name=abc"])
+    {'n_seeds': 3, 'name': 'abc'}
+    """
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.isidentifier():
+            raise ValueError(f"--param {item!r}: use key=value with a Python identifier as key")
+        if key in ("scale", "seed"):
+            raise ValueError(f"--param {key}=…: set the {key} with --{key}{'s' if key == 'seed' else ''}")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+@dataclass
+class SweepRecord:
+    """One task of a sweep: what ran, how it ended, where its outputs are."""
+
+    chapter: str
+    scale: str
+    seed: int
+    params: dict
+    key: str
+    status: str  # "ok", "cached", "failed" or "cancelled"
+    wall_s: float = 0.0
+    error: dict | None = None
+    finished: str = ""
+    worker: str = ""
+
+    def describe_error(self) -> str:
+        e = self.error or {}
+        return f"{self.chapter} (seed {self.seed}): {e.get('notebook', '?')}, cell {e.get('cell', '?')}: {e.get('ename', 'Error')}: {e.get('evalue', '')}"
+
+
+def task_dir(book: Book, scale: str, seed: int, chapter: Chapter | str) -> Path:
+    """Where a sweep task's outputs live: ``_build/sweep/<scale>/seed-<seed>/<chapter>/``."""
+    cid = chapter.id if isinstance(chapter, Chapter) else chapter
+    return book.build_dir / SWEEP_DIR / scale / f"seed-{seed}" / cid
+
+
+def load_task(book: Book, scale: str, seed: int, chapter: Chapter | str) -> SweepRecord | None:
+    """The stored record of a sweep task, if any."""
+    f = task_dir(book, scale, seed, chapter) / "run.json"
+    return SweepRecord(**json.loads(f.read_text())) if f.exists() else None
+
+
+def make_payload(book: Book, chapter: Chapter, scale: str, seed: int, params: dict, key: str) -> dict:
+    """Everything a worker needs to execute one chapter, as plain data."""
+    data = {}
+    ddir = book.data_dir / chapter.id
+    if ddir.is_dir():
+        data = {str(p.relative_to(ddir)): p.read_bytes() for p in sorted(ddir.rglob("*")) if p.is_file()}
+    return {
+        "chapter": chapter.id,
+        "scale": scale,
+        "seed": seed,
+        "params": dict(params),
+        "key": key,
+        "notebooks": [(nb.name, nb.read_text(encoding="utf-8")) for nb in chapter.notebooks],
+        "data": data,
+    }
+
+
+def run_task(payload: dict) -> dict:
+    """Execute one chapter from its payload in a temporary folder; return outputs as data.
+
+    Runs on a Dask worker (or anywhere): it needs the installed ``icml26``, papermill and
+    jupytext, and nothing from the client's filesystem.
+
+    Returns
+    -------
+    dict
+        ``status``, ``wall_s``, ``error``, ``worker`` (host and pid), ``notebooks``
+        (name → executed ``.ipynb`` JSON text) and ``records`` (part → claim-record JSON text).
+    """
+    import platform
+
+    import jupytext
+    import nbformat
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    logging.getLogger("papermill").setLevel(logging.WARNING)
+    out: dict[str, Any] = {"status": "ok", "error": None, "notebooks": {}, "records": {}, "worker": f"{platform.node()}:{os.getpid()}"}
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="icml26-task-") as tmp:
+        root = Path(tmp)
+        chdir = root / "book" / payload["chapter"]
+        chdir.mkdir(parents=True)
+        for rel, blob in payload.get("data", {}).items():
+            dest = root / "data" / payload["chapter"] / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(blob)
+        results = root / "results"
+        env = {"ICML26_RESULTS_DIR": str(results), "ICML26_RUN_KEY": payload["key"], "ICML26_PROGRESS": "off"}
+        params = {"scale": payload["scale"], "seed": payload["seed"], **payload.get("params", {})}
+        for name, text in payload["notebooks"]:
+            (chdir / name).write_text(text, encoding="utf-8")
+            source = jupytext.reads(text, fmt="md:myst")
+            executed = chdir / (Path(name).stem + ".ipynb")
+            try:
+                papermill.execute_notebook(
+                    source,
+                    str(executed),
+                    parameters=params,
+                    cwd=str(chdir),
+                    kernel_name="python3",
+                    progress_bar=False,
+                    log_output=False,
+                    kernel_manager_class=kernel_manager_with_env(env),
+                )
+            except PapermillExecutionError as exc:
+                out["status"] = "failed"
+                out["error"] = {
+                    "notebook": name,
+                    "cell": _source_cell_number(source, exc.cell_index),
+                    "ename": exc.ename,
+                    "evalue": str(exc.evalue).splitlines()[0][:500] if exc.evalue else "",
+                }
+            except Exception as exc:  # kernel died, bad notebook, ...
+                out["status"] = "failed"
+                out["error"] = {"notebook": name, "cell": None, "ename": type(exc).__name__, "evalue": str(exc)[:500]}
+            if executed.exists():
+                out["notebooks"][executed.name] = nbformat.writes(nbformat.read(str(executed), as_version=4))
+            if out["status"] == "failed":
+                break
+        rdir = results / payload["scale"] / payload["chapter"]
+        if rdir.is_dir():
+            out["records"] = {p.stem: p.read_text() for p in sorted(rdir.glob("*.json"))}
+    out["wall_s"] = round(time.perf_counter() - t0, 2)
+    return out
+
+
+def store(book: Book, payload: dict, result: dict) -> SweepRecord:
+    """Write a finished task's outputs under ``_build/sweep/...`` (via a temporary folder, then a move)."""
+    dest = task_dir(book, payload["scale"], payload["seed"], payload["chapter"])
+    tmp = dest.with_name(dest.name + ".tmp")
+    if tmp.exists():
+        import shutil
+
+        shutil.rmtree(tmp)
+    (tmp / "results").mkdir(parents=True)
+    for name, text in result["notebooks"].items():
+        (tmp / name).write_text(text)
+    for part, text in result["records"].items():
+        (tmp / "results" / f"{part}.json").write_text(text)
+    rec = SweepRecord(
+        chapter=payload["chapter"],
+        scale=payload["scale"],
+        seed=payload["seed"],
+        params=payload["params"],
+        key=payload["key"],
+        status=result["status"],
+        wall_s=result["wall_s"],
+        error=result["error"],
+        finished=time.strftime("%Y-%m-%d %H:%M:%S"),
+        worker=result.get("worker", ""),
+    )
+    (tmp / "run.json").write_text(json.dumps(asdict(rec), indent=2))
+    if rec.status == "failed" and dest.exists():
+        # keep the last good outputs; the failure is recorded beside them
+        (dest / "failed.json").write_text(json.dumps(asdict(rec), indent=2))
+        import shutil
+
+        shutil.rmtree(tmp)
+        return rec
+    if dest.exists():
+        import shutil
+
+        shutil.rmtree(dest)
+    tmp.rename(dest)
+    return rec
+
+
+@dataclass
+class Plan:
+    """The tasks of a sweep: those to execute and those the cache already holds."""
+
+    todo: list[dict] = field(default_factory=list)
+    cached: list[SweepRecord] = field(default_factory=list)
+
+
+def plan(book: Book, chapters: Iterable[Chapter], seeds: Sequence[int], scale: str, params: dict | None = None, *, force: bool = False) -> Plan:
+    """Split chapters × seeds into cached tasks and tasks to execute."""
+    check_scale(scale)
+    params = dict(params or {})
+    out = Plan()
+    for ch in chapters:
+        for seed in seeds:
+            key = book.cache_key(ch, scale, check_seed(seed), params)
+            prev = load_task(book, scale, seed, ch)
+            if not force and prev is not None and prev.key == key and prev.status in ("ok", "cached"):
+                prev.status = "cached"
+                out.cached.append(prev)
+            else:
+                out.todo.append(make_payload(book, ch, scale, seed, params, key))
+    return out
+
+
+def expected_seconds(book: Book, payloads: Sequence[dict]) -> float | None:
+    """Serial seconds the tasks took last time (sweep or run records of the same chapter and scale)."""
+    total, known = 0.0, 0
+    for p in payloads:
+        walls = [
+            r.wall_s
+            for r in (load_task(book, p["scale"], p["seed"], p["chapter"]), book.record(p["scale"], p["chapter"]))
+            if r is not None and r.status != "failed" and r.wall_s
+        ]
+        if walls:
+            total += walls[0]
+            known += 1
+    if not known:
+        return None
+    return total * len(payloads) / known
+
+
+def sweep(
+    book: Book,
+    chapters: Sequence[Chapter],
+    seeds: Sequence[int],
+    scale: str,
+    *,
+    params: dict | None = None,
+    scheduler: str | None = None,
+    n_workers: int | None = None,
+    force: bool = False,
+    progress: bool = True,
+) -> list[SweepRecord]:
+    """Run chapters × seeds on Dask; return one record per task (cached ones included).
+
+    Parameters
+    ----------
+    book : Book
+        The repository.
+    chapters : sequence of Chapter
+        Which chapters.
+    seeds : sequence of int
+        Which seeds.
+    scale : {"ci", "full"}
+        The scale of every task.
+    params : dict, optional
+        Further notebook parameters, passed to every task.
+    scheduler : str, optional
+        Address of an existing Dask scheduler (``tcp://host:port``); by default a
+        ``LocalCluster`` with one single-threaded worker process per core is started.
+    n_workers : int, optional
+        Workers of the LocalCluster (default: ``os.cpu_count()``).
+    force : bool
+        Execute even where the cache holds the task.
+    progress : bool
+        A progress bar over tasks (with the expected time from earlier runs).
+
+    Returns
+    -------
+    list of SweepRecord
+        In chapter, then seed order.
+    """
+    from dask.distributed import Client, LocalCluster, as_completed
+    from tqdm import tqdm
+
+    p = plan(book, chapters, seeds, scale, params, force=force)
+    records: list[SweepRecord] = list(p.cached)
+    if p.todo:
+        cluster = None
+        if scheduler:
+            client = Client(scheduler, timeout="30s")
+        else:
+            workers = n_workers or os.cpu_count() or 1
+            cluster = LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                dashboard_address=None,
+                silence_logs=logging.ERROR,
+                env={"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"},
+            )
+            client = Client(cluster)
+        expected = expected_seconds(book, p.todo)
+        nworkers = max(1, len(client.scheduler_info().get("workers", {})) or 1)
+        desc = f"sweep {scale}: {len(p.todo)} task(s)"
+        if expected is not None:
+            desc += f", about {expected / nworkers:.0f} s expected"
+        futures = client.map(run_task, p.todo, pure=False, key=[f"icml26-{t['chapter']}-{t['scale']}-seed{t['seed']}-{t['key'][:12]}" for t in p.todo])
+        by_key = {f.key: t for f, t in zip(futures, p.todo)}
+        bar = tqdm(total=len(futures), desc=desc, unit="task", disable=not progress)
+        try:
+            for fut in as_completed(futures):
+                payload = by_key[fut.key]
+                try:
+                    result = fut.result()
+                except Exception as exc:  # the worker died or the task could not run at all
+                    result = {"status": "failed", "wall_s": 0.0, "notebooks": {}, "records": {}, "worker": "",
+                              "error": {"notebook": None, "cell": None, "ename": type(exc).__name__, "evalue": str(exc)[:500]}}
+                rec = store(book, payload, result)
+                records.append(rec)
+                bar.set_postfix_str(f"{rec.chapter} seed {rec.seed}: {rec.status} ({rec.wall_s:.0f}s)")
+                bar.update(1)
+        except KeyboardInterrupt:
+            client.cancel(futures)
+            raise
+        finally:
+            bar.close()
+            client.close()
+            if cluster is not None:
+                cluster.close()
+    order = {c.id: i for i, c in enumerate(chapters)}
+    return sorted(records, key=lambda r: (order.get(r.chapter, 0), r.seed))
+
+
+# ---------------------------------------------------------------------------------------
+# aggregation over seeds
+# ---------------------------------------------------------------------------------------
+AGGREGATE_RULE = (
+    "Over seeds, a paper claim reads *reproduced* when more than half of the seeds reproduce it, "
+    "*not reproduced* when more than half do not, and *partly reproduced* otherwise; "
+    "a derived, stand-in or own claim keeps its positive word only if every seed gives it."
+)
+
+
+def load_sweep_claims(book: Book, scale: str) -> dict[str, dict[str, list[tuple[int, dict]]]]:
+    """Claim rows of every stored, successful sweep task: chapter → claim id → [(seed, row)].
+
+    Rows of a task whose records do not carry its run key are left out.
+    """
+    base = book.build_dir / SWEEP_DIR / scale
+    out: dict[str, dict[str, list[tuple[int, dict]]]] = {}
+    if not base.is_dir():
+        return out
+    for seed_dir in sorted(base.glob("seed-*")):
+        for ch_dir in sorted(p for p in seed_dir.iterdir() if p.is_dir() and not p.name.endswith(".tmp")):
+            rec = load_task(book, scale, int(seed_dir.name.split("-", 1)[1]), ch_dir.name)
+            if rec is None or rec.status == "failed":
+                continue
+            for f in sorted((ch_dir / "results").glob("*.json")):
+                payload = json.loads(f.read_text())
+                if payload.get("run_key") != rec.key:
+                    continue
+                for row in payload.get("claims", []):
+                    out.setdefault(ch_dir.name, {}).setdefault(row["id"], []).append((rec.seed, row))
+    return out
+
+
+def aggregate(rows: Sequence[tuple[int, dict]]) -> dict[str, Any]:
+    """Summary of one claim over seeds: verdict counts, overall verdict, and our figure's spread.
+
+    Returns
+    -------
+    dict
+        ``n`` (seeds), ``seeds``, ``counts`` (verdict → seeds), ``overall`` (by
+        :data:`AGGREGATE_RULE`), and ``mean``/``sd``/``unit`` of ``ours_value.mean``
+        over seeds when every row carries one.
+    """
+    import numpy as np
+
+    if not rows:
+        raise ValueError("aggregate needs at least one (seed, row) pair")
+    kind = rows[0][1].get("kind", "paper")
+    verdicts = [r["verdict"] for _, r in rows]
+    counts: dict[str, int] = {}
+    for v in verdicts:
+        counts[v] = counts.get(v, 0) + 1
+    n = len(rows)
+    if kind == "paper":
+        if counts.get("reproduced", 0) * 2 > n:
+            overall = "reproduced"
+        elif counts.get("not reproduced", 0) * 2 > n:
+            overall = "not reproduced"
+        else:
+            overall = "partly reproduced"
+    else:
+        from .chapter import VERDICTS_BY_KIND
+
+        pos, neg = VERDICTS_BY_KIND.get(kind, ("holds", "fails"))
+        overall = pos if counts.get(pos, 0) == n else neg
+    out: dict[str, Any] = {"n": n, "seeds": [s for s, _ in rows], "counts": counts, "overall": overall, "kind": kind}
+    values = [r.get("ours_value") for _, r in rows]
+    if all(isinstance(v, dict) and v.get("mean") is not None for v in values):
+        means = np.array([v["mean"] for v in values], dtype=float)
+        out.update(mean=float(means.mean()), sd=float(means.std(ddof=1)) if n > 1 else None, unit=values[0].get("unit", ""))
+    return out
+
+
+def describe(agg: dict[str, Any]) -> str:
+    """One line for the scorecard: figure over seeds and verdicts per seed."""
+    n = agg["n"]
+    parts = []
+    if "mean" in agg:
+        sd = f" ± {agg['sd']:.3g}" if agg.get("sd") is not None else ""
+        parts.append(f"{agg['mean']:.3g}{sd}{agg.get('unit', '')} over {n} seed{'s' * (n != 1)}")
+    parts.append(", ".join(f"{v} in {c}/{n}" for v, c in sorted(agg["counts"].items(), key=lambda kv: -kv[1])))
+    return "; ".join(parts)
