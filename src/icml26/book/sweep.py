@@ -22,9 +22,10 @@ import os
 import re
 import tempfile
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from .chapter import check_scale, check_seed
 from .runner import Book, Chapter, _source_cell_number, kernel_manager_with_env
