@@ -42,3 +42,115 @@ def timeit(fn: Callable[[], Any], *, repeat: int = 5, warmup: int = 1, min_time:
         "min": float(s.min()),
         "repeat": float(repeat),
     }
+
+
+def compare(
+    chapter: str,
+    name: str,
+    ours: Callable[[], Any],
+    reference: Callable[[], Any],
+    *,
+    reference_name: str,
+    size: float,
+    size_label: str = "n",
+    scale: str,
+    seed: int,
+    repeat: int = 5,
+    min_time: float = 0.0,
+) -> dict[str, Any]:
+    """Time our implementation against a reference on the same work, side by side, and record it.
+
+    Both callables are timed in the same run by :func:`timeit` (alternately sample by
+    sample would be fairer still; here one after the other). The figures go to
+    ``results_dir()/<scale>/<chapter>/bench/<name>.json`` (one row per ``size``), where the
+    book's performance page gathers them.
+
+    Parameters
+    ----------
+    chapter : str
+        The chapter id (``"03-bw-dam"``).
+    name : str
+        What is timed (``"Gibbs step vs POT loop"``); one benchmark, several sizes.
+    ours, reference : callable
+        Zero-argument calls doing the same work.
+    reference_name : str
+        The reference library or method (``"POT"``, ``"captum"``, ``"naive loop"``).
+    size : float
+        The problem size of this row; ``size_label`` names it.
+    scale, seed
+        The chapter's parameters.
+    repeat, min_time
+        As in :func:`timeit`.
+
+    Returns
+    -------
+    dict
+        The row: median seconds of each and ``ratio`` = reference / ours (> 1: ours faster).
+    """
+    from .chapter import check_scale, check_seed
+
+    check_scale(scale)
+    check_seed(seed)
+    if not name or "/" in name:
+        raise ValueError(f"name={name!r} must be a non-empty string without '/'")
+    t_ours = timeit(ours, repeat=repeat, min_time=min_time)
+    t_ref = timeit(reference, repeat=repeat, min_time=min_time)
+    row = {
+        "size": float(size),
+        "ours_s": t_ours["median"],
+        "ours_iqr": [t_ours["q25"], t_ours["q75"]],
+        "reference_s": t_ref["median"],
+        "reference_iqr": [t_ref["q25"], t_ref["q75"]],
+        "ratio": t_ref["median"] / t_ours["median"] if t_ours["median"] > 0 else float("inf"),
+    }
+    record(chapter, name, row, reference_name=reference_name, size_label=size_label, scale=scale, seed=seed)
+    return row
+
+
+def record(chapter: str, name: str, row: dict[str, Any], *, reference_name: str, size_label: str = "n", scale: str, seed: int) -> None:
+    """Add one measured row (``size``, ``ours_s``, ``reference_s``, ...) to a chapter's benchmark record.
+
+    Use it when a chapter times the two sides itself; :func:`compare` calls it.
+
+    Parameters
+    ----------
+    chapter, name, reference_name, size_label, scale, seed
+        As in :func:`compare`.
+    row : dict
+        At least ``size``, ``ours_s`` and ``reference_s`` (seconds, > 0).
+    """
+    import json
+    import os
+
+    from .chapter import check_scale, check_seed, results_dir
+
+    check_scale(scale)
+    check_seed(seed)
+    for k in ("size", "ours_s", "reference_s"):
+        if k not in row:
+            raise ValueError(f"benchmark row needs {k!r}; got keys {sorted(row)}")
+        v = float(row[k])
+        if not np.isfinite(v) or (k != "size" and v <= 0):
+            raise ValueError(f"benchmark row: {k}={row[k]!r} must be a finite{' positive' if k != 'size' else ''} number")
+    row = {**row, "ratio": float(row["reference_s"]) / float(row["ours_s"])}
+    out = results_dir() / scale / chapter / "bench"
+    out.mkdir(parents=True, exist_ok=True)
+    f = out / f"{name.replace(' ', '_')}.json"
+    key = os.environ.get("ICML26_RUN_KEY", "")
+    data = json.loads(f.read_text()) if f.exists() else {}
+    if data.get("run_key") != key or data.get("seed") != seed:
+        data = {}  # rows of an earlier run are not mixed with this run's
+    data.update({"chapter": chapter, "name": name, "reference": reference_name, "size_label": size_label,
+                 "scale": scale, "seed": seed, "run_key": key})
+    rows = [r for r in data.get("rows", []) if r["size"] != float(row["size"])] + [{k: (float(v) if isinstance(v, (int, float, np.floating)) else v) for k, v in row.items()}]
+    data["rows"] = sorted(rows, key=lambda r: r["size"])
+    f.write_text(json.dumps(data, indent=2))
+
+
+def load(results: Any, scale: str) -> list[dict[str, Any]]:
+    """Every benchmark record under ``<results>/<scale>/<chapter>/bench/``, sorted by chapter and name."""
+    import json
+    from pathlib import Path
+
+    base = Path(results) / scale
+    return [json.loads(f.read_text()) for f in sorted(base.glob("*/bench/*.json"))]

@@ -133,7 +133,8 @@ def run_task(payload: dict) -> dict:
     -------
     dict
         ``status``, ``wall_s``, ``error``, ``worker`` (host and pid), ``notebooks``
-        (name → executed ``.ipynb`` JSON text) and ``records`` (part → claim-record JSON text).
+        (name → executed ``.ipynb`` JSON text) and ``records`` (path under the results folder →
+        JSON text: the claim records and the benchmark records).
     """
     import platform
 
@@ -188,7 +189,7 @@ def run_task(payload: dict) -> dict:
                 break
         rdir = results / payload["scale"] / payload["chapter"]
         if rdir.is_dir():
-            out["records"] = {p.stem: p.read_text() for p in sorted(rdir.glob("*.json"))}
+            out["records"] = {str(p.relative_to(rdir)): p.read_text() for p in sorted(rdir.rglob("*.json"))}
     out["wall_s"] = round(time.perf_counter() - t0, 2)
     return out
 
@@ -204,8 +205,10 @@ def store(book: Book, payload: dict, result: dict) -> SweepRecord:
     (tmp / "results").mkdir(parents=True)
     for name, text in result["notebooks"].items():
         (tmp / name).write_text(text)
-    for part, text in result["records"].items():
-        (tmp / "results" / f"{part}.json").write_text(text)
+    for rel, text in result["records"].items():  # claim records (main.json, ...) and bench/*.json
+        dest_file = tmp / "results" / rel
+        dest_file.parent.mkdir(parents=True, exist_ok=True)
+        dest_file.write_text(text)
     rec = SweepRecord(
         chapter=payload["chapter"],
         scale=payload["scale"],
