@@ -349,6 +349,7 @@ def sweep(
         futures = client.map(run_task, p.todo, pure=False, key=[f"icml26-{t['chapter']}-{t['scale']}-seed{t['seed']}-{t['key'][:12]}" for t in p.todo])
         by_key = {f.key: t for f, t in zip(futures, p.todo)}
         bar = tqdm(total=len(futures), desc=desc, unit="task", disable=not progress)
+        t0 = time.perf_counter()
         try:
             for fut in as_completed(futures):
                 payload = by_key[fut.key]
@@ -361,6 +362,13 @@ def sweep(
                 records.append(rec)
                 bar.set_postfix_str(f"{rec.chapter} seed {rec.seed}: {rec.status} ({rec.wall_s:.0f}s)")
                 bar.update(1)
+            done = [r for r in records if r.status != "cached"]
+            from .perf import write_timing
+
+            write_timing(
+                book, f"sweep-{scale}-w{nworkers}", scale=scale, tasks=len(done), workers=nworkers,
+                wall_s=round(time.perf_counter() - t0, 2), tasks_s=round(sum(r.wall_s for r in done), 2),
+            )
         except KeyboardInterrupt:
             client.cancel(futures)
             raise

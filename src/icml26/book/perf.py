@@ -1,0 +1,134 @@
+"""The book's performance page, generated from records like the status page.
+
+Two kinds of figures:
+
+* **Per-chapter benchmarks**: each chapter times its implementation against a reference
+  library on the same work, side by side in one run (:func:`icml26.book.bench.compare`),
+  at several problem sizes. The page shows every ratio and plots time against size.
+* **Whole-book figures**: the wall-clock time of ``run`` over every chapter at each
+  scale, of a fully cached rerun, and of a sweep on a LocalCluster against the same
+  sweep on one worker. The CLI writes them to ``_build/timings/<what>.json`` as it runs.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from .bench import load as load_bench
+from .runner import Book
+
+TIMINGS = "timings"
+
+
+def write_timing(book: Book, what: str, **fields: Any) -> Path:
+    """Record one whole-book timing (``what`` names it: ``run-ci``, ``run-full-cached``, ``sweep-ci-w2``, ...)."""
+    d = book.build_dir / TIMINGS
+    d.mkdir(parents=True, exist_ok=True)
+    f = d / f"{what}.json"
+    f.write_text(json.dumps({"what": what, "finished": time.strftime("%Y-%m-%d %H:%M:%S"), **fields}, indent=2))
+    return f
+
+
+def load_timings(book: Book) -> dict[str, dict]:
+    """Every recorded whole-book timing, by name."""
+    d = book.build_dir / TIMINGS
+    return {f.stem: json.loads(f.read_text()) for f in sorted(d.glob("*.json"))} if d.is_dir() else {}
+
+
+def _fmt_s(s: float) -> str:
+    if s >= 60:
+        return f"{s / 60:.1f} min"
+    if s >= 1:
+        return f"{s:.1f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s * 1e6:.1f} µs"
+
+
+def benchmark_figure(records: list[dict], path: Path) -> Path | None:
+    """One panel per benchmark: seconds per call against problem size, ours and the reference."""
+    if not records:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = len(records)
+    cols = min(3, n)
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.3 * rows), squeeze=False)
+    for ax, rec in zip(axes.flat, records):
+        xs = [r["size"] for r in rec["rows"]]
+        ax.plot(xs, [r["ours_s"] for r in rec["rows"]], "o-", label="icml26")
+        ax.plot(xs, [r["reference_s"] for r in rec["rows"]], "s--", label=rec["reference"])
+        ax.set_xscale("log" if len(xs) > 1 and max(xs) / max(min(xs), 1e-12) > 20 else "linear")
+        ax.set_yscale("log")
+        ax.set_title(f"{rec['chapter']}: {rec['name']}", fontsize=9)
+        ax.set_xlabel(rec.get("size_label", "size"))
+        ax.set_ylabel("seconds per call")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    for ax in list(axes.flat)[n:]:
+        ax.set_visible(False)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def performance_markdown(book: Book, scale: str, figure: str | None = None) -> str:
+    """The performance page's body (MyST markdown); ``figure`` is the benchmark figure's file name, if drawn."""
+    records = load_bench(book.results_dir(), scale)
+    lines = [
+        "Every figure on this page comes from records the chapters and the command line wrote when they ran; "
+        f"nothing is typed by hand. Benchmarks are from the `{scale}` runs rendered in this book, on the machine "
+        "named on the status page. A ratio above 1 means our implementation is faster than the reference on the "
+        "same work; times are medians of repeated calls, measured one after the other in the same run.",
+        "",
+        "## Benchmarks by chapter",
+        "",
+    ]
+    if records:
+        lines += ["| Chapter | Benchmark | Reference | Size | Ours | Reference | Ratio (reference / ours) |", "|---|---|---|---|---|---|---|"]
+        for rec in records:
+            for i, r in enumerate(rec["rows"]):
+                lines.append(
+                    f"| {rec['chapter'] if i == 0 else ''} | {rec['name'] if i == 0 else ''} | {rec['reference'] if i == 0 else ''} | "
+                    f"{rec.get('size_label', 'n')} = {r['size']:g} | {_fmt_s(r['ours_s'])} | {_fmt_s(r['reference_s'])} | {r['ratio']:.2f}× |"
+                )
+        if figure:
+            lines += ["", f"```{{figure}} {figure}", ":width: 100%", "", "Time per call against problem size, ours and the reference, per benchmark.", "```"]
+    else:
+        lines.append(f"*(No chapter has recorded a benchmark at `{scale}` scale yet.)*")
+    t = load_timings(book)
+    lines += ["", "## The whole book", ""]
+    rows = []
+    for s in ("ci", "full"):
+        r = t.get(f"run-{s}")
+        if r:
+            rows.append(f"| every chapter at `{s}`, `--jobs {r.get('jobs', '?')}` | {_fmt_s(r['wall_s'])} | {r.get('executed', '?')} executed, {r.get('cached', '?')} cached; chapters' own times add up to {_fmt_s(r.get('chapters_s', 0))} |")
+        r = t.get(f"run-{s}-cached")
+        if r:
+            rows.append(f"| cached rerun at `{s}` (nothing changed) | {_fmt_s(r['wall_s'])} | {r.get('cached', '?')} cache hits |")
+    sweeps = sorted(k for k in t if k.startswith("sweep-"))
+    for k in sweeps:
+        r = t[k]
+        rows.append(f"| sweep `{r.get('scale')}`, {r.get('tasks')} tasks, {r.get('workers')} worker(s) | {_fmt_s(r['wall_s'])} | tasks' own times add up to {_fmt_s(r.get('tasks_s', 0))} |")
+    pairs = {}
+    for k in sweeps:
+        r = t[k]
+        pairs.setdefault((r.get("scale"), r.get("tasks")), {})[r.get("workers")] = r["wall_s"]
+    if rows:
+        lines += ["| What | Wall-clock time | Detail |", "|---|---|---|", *rows]
+    else:
+        lines.append("*(No whole-book timing recorded yet: `python -m icml26 run` and `sweep` write them.)*")
+    for (sc, n), by_w in pairs.items():
+        if 1 in by_w and len(by_w) > 1:
+            w = max(by_w)
+            lines += ["", f"The same sweep (`{sc}`, {n} tasks) took {_fmt_s(by_w[1])} on one worker and {_fmt_s(by_w[w])} on {w}: a speed-up of {by_w[1] / by_w[w]:.2f}×."]
+    return "\n".join(lines) + "\n"
