@@ -14,7 +14,7 @@ def test_performance_page_from_records(toy, monkeypatch, tmp_path):
     assert fig is not None and fig.stat().st_size > 1000
     md = perf.performance_markdown(toy, "full", figure="perf.png")
     assert "| 01-toy | step | POT | n = 10 | 100.0 µs | 400.0 µs | 4.00× |" in md
-    assert "| | | | n = 100 | 1.00 ms | 8.00 ms | 8.00× |" in md
+    assert "|  |  |  | n = 100 | 1.00 ms | 8.00 ms | 8.00× |" in md
     assert "every chapter at `full`, `--jobs 2` | 5.0 min" in md
     assert "speed-up of 1.67×" in md
     assert "nan" not in md.lower()
