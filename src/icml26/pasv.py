@@ -1,16 +1,30 @@
 """Priority-Aware Shapley Value (PASV): exact values, an adjacent-swap MH sampler, data valuation.
 
 Reference: K. Lee, Z. Liu, W. Tang, Y. Zhang, "Priority-Aware Shapley Value", ICML 2026,
-arXiv:2602.09326. Equation numbers below are the paper's.
+arXiv:2602.09326. Equation numbers below are the paper's. No code accompanies the paper;
+everything here is re-derived from it.
 
 Conventions
 -----------
 Players are ``0 .. n-1``. A precedence relation (a DAG / partial order) is stored as its
 strict transitive closure ``R``: a boolean ``(n, n)`` array with ``R[i, j]`` true iff
-``i`` must come before ``j`` (``i ≺ j``). An order ``π`` is an int array holding the players
-in arrival order; ``S_t = {π_1, .., π_t}`` is the prefix of length ``t``. Coalitions are
-boolean masks of shape ``(n,)`` or, for exact computations over all ``2**n`` coalitions, the
-bitmask ``sum(2**i for i in S)``.
+``i`` must come before ``j`` (``i ≺ j``). Every function that takes ``R`` checks that it
+is one (square, boolean, irreflexive, transitive, hence acyclic) and raises
+``ValueError`` naming the cycle or the missing pair otherwise; :func:`precedence_closure`
+builds it from edges. An order ``π`` is an int array holding the players in arrival
+order; ``S_t = {π_1, .., π_t}`` is the prefix of length ``t``. Coalitions are boolean
+masks of shape ``(n,)`` or, for exact computations over all ``2**n`` coalitions, the
+bitmask ``sum(2**i for i in S)``; a *game table* ``U`` has length ``2**n`` and is
+indexed by bitmask.
+
+Utilities follow one protocol, :class:`Utility`: an attribute ``n`` and
+``__call__(mask)`` taking **one** coalition, a boolean mask of shape ``(n,)``, and
+returning a float. Batches go through :func:`game_table` (all or some coalitions) and
+:func:`prefix_values` (every prefix of many orders; a utility may offer a faster
+``values_along(orders)``).
+
+Randomness: functions and classes that draw take ``random_state`` (int, Generator or
+None), converted by :func:`icml26._common.check_random_state`.
 
 The PASV order distribution (eq. 4) on the linear extensions ``Π_⪯`` is
 
@@ -27,10 +41,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from ._common import RandomState, check_random_state
+
 __all__ = [
+    "Utility",
     "precedence_closure",
     "block_closure",
     "random_dag",
@@ -69,12 +87,54 @@ __all__ = [
     "PROVIDERS",
 ]
 
+_PAPER = 'K. Lee, Z. Liu, W. Tang, Y. Zhang, "Priority-Aware Shapley Value", ICML 2026, arXiv:2602.09326'
 
-# ----------------------------------------------------------------------------- posets
+
+@runtime_checkable
+class Utility(Protocol):
+    """The one calling convention of every utility (cooperative game) in this module.
+
+    A utility has ``n`` players and is called on **one** coalition: a boolean mask of
+    shape ``(n,)``, returning ``U(S)`` as a float. It raises ``ValueError`` for a mask of
+    another shape. :class:`KNNUtility`, :class:`CoalitionModelUtility`,
+    :class:`ImputedFeatureUtility` and :class:`CachedUtility` follow it; so does any
+    function ``mask -> float`` wrapped in :class:`CachedUtility`. Many coalitions at once:
+    :func:`game_table`; all prefixes of many orders: :func:`prefix_values` (which uses
+    the utility's ``values_along(orders)`` when it has one).
+
+    Attributes
+    ----------
+    n : int
+        Number of players.
+
+    References
+    ----------
+    .. [1] K. Lee et al., "Priority-Aware Shapley Value", ICML 2026, arXiv:2602.09326,
+       Sec. 2 (the utility ``U: 2^[n] -> R``).
+    """
+
+    n: int
+
+    def __call__(self, mask: np.ndarray) -> float:  # pragma: no cover - protocol
+        ...
+
+
+# ----------------------------------------------------------------------------- validation
+
+
+def _check_int(x, name: str, low: int = 1) -> int:
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+        raise TypeError(f"{name}={x!r} must be an integer, got {type(x).__name__}")
+    if x < low:
+        raise ValueError(f"{name}={x!r} must be an integer >= {low}")
+    return int(x)
 
 
 def _check_weights(lam, n: int) -> np.ndarray:
-    lam = np.asarray(lam, dtype=float)
+    try:
+        lam = np.asarray(lam, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"weights must be an array of {n} positive numbers, got {type(lam).__name__}") from None
     if lam.shape != (n,):
         raise ValueError(f"weights must have shape ({n},), got {lam.shape}")
     if not np.all(np.isfinite(lam)) or np.any(lam <= 0):
@@ -83,10 +143,72 @@ def _check_weights(lam, n: int) -> np.ndarray:
 
 
 def _check_closure(R) -> np.ndarray:
+    """``R`` must be a strict partial order: square, boolean, irreflexive and transitive (so acyclic)."""
     R = np.asarray(R)
-    if R.ndim != 2 or R.shape[0] != R.shape[1] or R.dtype != bool:
-        raise ValueError(f"a precedence closure must be a square boolean array, got shape {R.shape} dtype {R.dtype}")
+    if R.ndim != 2 or R.shape[0] != R.shape[1] or R.shape[0] < 1 or R.dtype != bool:
+        raise ValueError(
+            f"a precedence closure must be a non-empty square boolean array, got shape {R.shape} dtype {R.dtype}"
+        )
+    T = R.copy()
+    for k in range(T.shape[0]):  # Warshall: the transitive closure of R
+        T |= T[:, k : k + 1] & T[k : k + 1, :]
+    cyc = np.flatnonzero(np.diag(T))
+    if cyc.size:
+        raise ValueError(
+            f"the precedence relation has a directed cycle through player(s) {cyc.tolist()}; "
+            "a partial order must be acyclic (Def. 2.1)"
+        )
+    missing = np.argwhere(T & ~R)
+    if missing.size:
+        i, j = missing[0].tolist()
+        raise ValueError(
+            f"R is not transitively closed: {i} ≺ {j} follows from R but R[{i}, {j}] is False; "
+            "build R with precedence_closure"
+        )
     return R
+
+
+def _check_orders(orders, n: int | None = None) -> np.ndarray:
+    """Orders must be an int array (m, n) whose rows are permutations of 0..n-1."""
+    o = np.asarray(orders)
+    if o.ndim == 1:
+        o = o[None, :]
+    if o.ndim != 2 or o.shape[0] == 0 or o.shape[1] == 0:
+        raise ValueError(f"orders must be a non-empty int array of shape (m, n), got shape {o.shape}")
+    if o.dtype.kind not in "iu":
+        raise TypeError(f"orders must hold integer player indices, got dtype {o.dtype}")
+    if n is not None and o.shape[1] != n:
+        raise ValueError(f"orders must have n={n} columns (one per player), got {o.shape[1]}")
+    if not np.array_equal(np.sort(o, axis=1), np.broadcast_to(np.arange(o.shape[1]), o.shape)):
+        bad = int(np.flatnonzero(np.any(np.sort(o, axis=1) != np.arange(o.shape[1]), axis=1))[0])
+        raise ValueError(f"every order must be a permutation of 0..{o.shape[1] - 1}; row {bad} is {o[bad].tolist()}")
+    return o.astype(np.int64)
+
+
+def _table_size(U) -> tuple[np.ndarray, int]:
+    try:
+        U = np.asarray(U, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"a game table must be an array of numbers, got {type(U).__name__}") from None
+    if U.ndim != 1 or U.size < 2 or U.size & (U.size - 1):
+        raise ValueError(f"a game table must be 1-D of length 2**n (one value per coalition bitmask), got shape {U.shape}")
+    return U, U.size.bit_length() - 1
+
+
+def _check_table(U, n: int) -> np.ndarray:
+    U, m = _table_size(U)
+    if m != n:
+        raise ValueError(f"the game table has {U.size} values (2**{m}) but there are n={n} players: it needs 2**{n} = {2**n}")
+    return U
+
+
+def _finite_at(U: np.ndarray, masks: np.ndarray, what: str) -> None:
+    bad = masks[~np.isfinite(U[masks])]
+    if bad.size:
+        raise ValueError(f"the game table is NaN or infinite at {bad.size} coalition(s) that {what}, e.g. bitmask {int(bad[0])}")
+
+
+# ----------------------------------------------------------------------------- posets
 
 
 def precedence_closure(n: int, edges: Sequence[tuple[int, int]] | np.ndarray) -> np.ndarray:
@@ -109,11 +231,20 @@ def precedence_closure(n: int, edges: Sequence[tuple[int, int]] | np.ndarray) ->
     ValueError
         If a player index is out of range or the graph has a directed cycle (a partial
         order is antisymmetric, Def. 2.1, so a cyclic precedence graph defines no order).
+
+    References
+    ----------
+    .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), Def. 2.1.
     """
-    if not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n={n!r} must be a positive integer")
+    n = _check_int(n, "n")
+    try:
+        e = np.asarray(edges).reshape(-1, 2) if len(edges) else np.zeros((0, 2), dtype=int)
+    except (TypeError, ValueError):
+        raise ValueError(f"edges must be pairs (i, j) of player indices, got {edges!r}") from None
+    if e.size and e.dtype.kind not in "iu":
+        raise TypeError(f"edge endpoints must be integers, got dtype {e.dtype}")
+    e = e.astype(int)
     R = np.zeros((n, n), dtype=bool)
-    e = np.asarray(edges, dtype=int).reshape(-1, 2) if len(edges) else np.zeros((0, 2), dtype=int)
     if e.size and (e.min() < 0 or e.max() >= n):
         raise ValueError(f"edge endpoints must lie in 0..{n - 1}, got {e[(e < 0).any(1) | (e >= n).any(1)][0].tolist()}")
     R[e[:, 0], e[:, 1]] = True
@@ -130,41 +261,132 @@ def block_closure(block_of: Sequence[int] | np.ndarray, block_edges: Sequence[tu
 
     This is how the paper encodes data lineage (Fig. 4): an edge between provider blocks stands
     for all member-to-member edges.
+
+    Parameters
+    ----------
+    block_of : sequence of int, shape (n,)
+        Block of each player (``0 .. n_blocks-1``).
+    block_edges : sequence of (int, int)
+        Edges ``a -> b`` between blocks.
+
+    Returns
+    -------
+    R : ndarray of bool, shape (n, n)
+
+    References
+    ----------
+    .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), Sec. 5.1 and Fig. 4.
     """
-    block_of = np.asarray(block_of, dtype=int)
-    nb = int(block_of.max()) + 1
-    RB = precedence_closure(nb, block_edges)
-    return RB[block_of[:, None], block_of[None, :]]
+    b = np.asarray(block_of)
+    if b.ndim != 1 or b.size == 0 or b.dtype.kind not in "iu" or b.min() < 0:
+        raise ValueError(f"block_of must be a non-empty 1-D array of non-negative block indices, got {block_of!r}")
+    b = b.astype(int)
+    RB = precedence_closure(int(b.max()) + 1, block_edges)
+    return RB[b[:, None], b[None, :]]
 
 
 def ordered_partition_closure(blocks: Sequence[Sequence[int]]) -> np.ndarray:
-    """Closure of the ordered partition ``B_1 ≺ B_2 ≺ ..`` (every member of an earlier block precedes later ones)."""
-    members = [int(i) for b in blocks for i in b]
+    """Closure of the ordered partition ``B_1 ≺ B_2 ≺ ..`` (every member of an earlier block precedes later ones).
+
+    Parameters
+    ----------
+    blocks : sequence of sequences of int
+        A partition of ``0 .. n-1`` into ordered blocks.
+
+    Returns
+    -------
+    R : ndarray of bool, shape (n, n)
+
+    References
+    ----------
+    .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), Prop. 3.2 (ordered partitions give WSV).
+    """
+    members = _partition_members(blocks)
     n = len(members)
-    if sorted(members) != list(range(n)):
-        raise ValueError(f"blocks must partition 0..{n - 1} exactly once, got {blocks}")
     rank = np.empty(n, dtype=int)
     for r, b in enumerate(blocks):
-        rank[list(b)] = r
+        rank[[int(i) for i in b]] = r
     return rank[:, None] < rank[None, :]
 
 
-def random_dag(n: int, edge_prob: float, random_state: int | np.random.Generator | None = None) -> np.ndarray:
-    """Closure of a random DAG: edge ``i -> j`` for ``i < j`` with probability ``edge_prob``, players relabelled at random."""
+def _partition_members(blocks) -> list[int]:
+    if isinstance(blocks, (str, bytes)) or not isinstance(blocks, Sequence | np.ndarray):
+        raise TypeError(f"blocks must be a sequence of sequences of player indices, got {type(blocks).__name__}")
+    try:
+        members = [i for b in blocks for i in b]
+    except TypeError:
+        raise TypeError(f"blocks must be a sequence of sequences of player indices, got {blocks!r}") from None
+    if any(isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)) for i in members):
+        raise TypeError(f"block members must be integer player indices, got {blocks!r}")
+    n = len(members)
+    if n == 0 or sorted(int(i) for i in members) != list(range(n)):
+        raise ValueError(f"blocks must partition 0..{n - 1} exactly once (no overlap, no gap), got {blocks}")
+    return [int(i) for i in members]
+
+
+def random_dag(n: int, edge_prob: float, random_state: RandomState = None) -> np.ndarray:
+    """Closure of a random DAG: edge ``i -> j`` for ``i < j`` with probability ``edge_prob``, players relabelled at random.
+
+    Parameters
+    ----------
+    n : int
+        Number of players (>= 1).
+    edge_prob : float
+        Probability of each forward edge, in ``[0, 1]``.
+    random_state : int, Generator or None
+        Seed or generator.
+
+    Returns
+    -------
+    R : ndarray of bool, shape (n, n)
+
+    References
+    ----------
+    .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), Sec. 6.1 (random posets for the mixing study).
+    """
+    n = _check_int(n, "n")
+    if isinstance(edge_prob, (bool, np.bool_)) or not isinstance(edge_prob, (int, float, np.integer, np.floating)):
+        raise TypeError(f"edge_prob={edge_prob!r} must be a number in [0, 1]")
     if not 0.0 <= edge_prob <= 1.0:
         raise ValueError(f"edge_prob={edge_prob!r} must lie in [0, 1]")
-    rng = np.random.default_rng(random_state)
+    rng = check_random_state(random_state)
     iu, ju = np.triu_indices(n, 1)
     keep = rng.random(iu.size) < edge_prob
     perm = rng.permutation(n)
     return precedence_closure(n, np.stack([perm[iu[keep]], perm[ju[keep]]], 1))
 
 
-def topological_order(R: np.ndarray, random_state: int | np.random.Generator | None = None) -> np.ndarray:
-    """One linear extension of ``R`` (Kahn's algorithm); ties broken at random if ``random_state`` is given."""
+def topological_order(R: np.ndarray, random_state: RandomState = None) -> np.ndarray:
+    """One linear extension of ``R`` (Kahn's algorithm).
+
+    Parameters
+    ----------
+    R : ndarray of bool, shape (n, n)
+        Strict precedence closure.
+    random_state : int, Generator or None
+        ``None`` (default) breaks ties by the smallest player index, so the order is
+        deterministic; an int or a generator breaks them at random.
+
+    Returns
+    -------
+    order : ndarray of int, shape (n,)
+
+    Raises
+    ------
+    ValueError
+        If ``R`` is not a strict partial order (a cycle has no linear extension).
+
+    References
+    ----------
+    .. [1] A. B. Kahn, "Topological sorting of large networks", CACM 5(11), 1962.
+    .. [2] Lee et al., ICML 2026 (arXiv:2602.09326), Def. 2.2.
+    """
     R = _check_closure(R)
+    return _kahn(R, None if random_state is None else check_random_state(random_state))
+
+
+def _kahn(R: np.ndarray, rng: np.random.Generator | None) -> np.ndarray:
     n = R.shape[0]
-    rng = None if random_state is None else np.random.default_rng(random_state)
     placed = np.zeros(n, dtype=bool)
     order = np.empty(n, dtype=int)
     npred = R.sum(0)
@@ -179,20 +401,56 @@ def topological_order(R: np.ndarray, random_state: int | np.random.Generator | N
 
 
 def is_linear_extension(orders: np.ndarray, R: np.ndarray) -> np.ndarray:
-    """Whether each row of ``orders`` (m, n) respects ``R``: ``i ≺ j`` ⇒ ``i`` appears before ``j``."""
-    orders = np.atleast_2d(orders)
+    """Whether each row of ``orders`` respects ``R``: ``i ≺ j`` ⇒ ``i`` appears before ``j``.
+
+    Parameters
+    ----------
+    orders : int array, shape (m, n) or (n,)
+        Permutations of the players.
+    R : ndarray of bool, shape (n, n)
+        Strict precedence closure.
+
+    Returns
+    -------
+    ndarray of bool, shape (m,)
+
+    References
+    ----------
+    .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), Def. 2.2.
+    """
+    R = _check_closure(R)
+    return _respects(_check_orders(orders, R.shape[0]), R)
+
+
+def _respects(orders: np.ndarray, R: np.ndarray) -> np.ndarray:
     pos = np.argsort(orders, axis=1)  # (m, n) position of each player
     ii, jj = np.nonzero(R)
     return np.all(pos[:, ii] < pos[:, jj], axis=1)
 
 
 def linear_extensions(R: np.ndarray, max_count: int = 2_000_000) -> np.ndarray:
-    """All linear extensions ``Π_⪯`` of ``R`` (Def. 2.2), as an int array (|Π_⪯|, n), lexicographic.
+    """All linear extensions ``Π_⪯`` of ``R`` (Def. 2.2), lexicographic.
 
     Built breadth-first: a partial order is extended by every player whose predecessors are
-    all placed. Raises ``ValueError`` if there would be more than ``max_count``.
+    all placed.
+
+    Parameters
+    ----------
+    R : ndarray of bool, shape (n, n)
+        Strict precedence closure.
+    max_count : int
+        Largest number of partial orders kept at any depth; more raises ``ValueError``.
+
+    Returns
+    -------
+    ndarray of int, shape (|Π_⪯|, n)
+
+    References
+    ----------
+    .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), Def. 2.2.
     """
     R = _check_closure(R)
+    max_count = _check_int(max_count, "max_count")
     n = R.shape[0]
     partial = np.zeros((1, 0), dtype=np.int64)
     placed = np.zeros((1, n), dtype=bool)
@@ -210,8 +468,29 @@ def linear_extensions(R: np.ndarray, max_count: int = 2_000_000) -> np.ndarray:
 
 
 def maximal_elements(mask: np.ndarray, R: np.ndarray) -> np.ndarray:
-    """``max_⪯(S) = {i ∈ S : no j ∈ S with i ≺ j}`` (Def. 2.5) for boolean masks ``(..., n)``."""
-    mask = np.asarray(mask, dtype=bool)
+    """``max_⪯(S) = {i ∈ S : no j ∈ S with i ≺ j}`` (Def. 2.5) for boolean masks.
+
+    Parameters
+    ----------
+    mask : array of bool, shape (..., n)
+        Coalitions.
+    R : ndarray of bool, shape (n, n)
+        Strict precedence closure.
+
+    Returns
+    -------
+    ndarray of bool, shape (..., n)
+
+    References
+    ----------
+    .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), Def. 2.5.
+    """
+    R = _check_closure(R)
+    mask = np.asarray(mask)
+    if mask.dtype != bool:
+        raise TypeError(f"mask must be a boolean array, got dtype {mask.dtype}")
+    if mask.ndim < 1 or mask.shape[-1] != R.shape[0]:
+        raise ValueError(f"mask must have shape (..., {R.shape[0]}), got {mask.shape}")
     has_succ = (mask.astype(np.int64) @ R.T.astype(np.int64)) > 0  # (..., n): some successor in S
     return mask & ~has_succ
 
@@ -225,7 +504,8 @@ def order_log_weights(orders: np.ndarray, R: np.ndarray, lam) -> np.ndarray:
     Parameters
     ----------
     orders : int array (m, n)
-        Linear extensions of ``R`` (not checked; use :func:`is_linear_extension`).
+        Linear extensions of ``R`` (permutations are checked; use :func:`is_linear_extension`
+        for the precedence).
     R : bool array (n, n)
         Strict precedence closure.
     lam : array (n,)
@@ -235,8 +515,13 @@ def order_log_weights(orders: np.ndarray, R: np.ndarray, lam) -> np.ndarray:
     -------
     ndarray (m,)
         ``log p̃(π)``; equal weights give 0 for every order (Prop. 3.1).
+
+    References
+    ----------
+    .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), eq. 4 and Prop. 3.1.
     """
-    orders = np.atleast_2d(np.asarray(orders, dtype=int))
+    R = _check_closure(R)
+    orders = _check_orders(orders, R.shape[0])
     m, n = orders.shape
     lam = _check_weights(lam, n)
     pos = np.argsort(orders, axis=1)  # (m, n)
@@ -253,7 +538,26 @@ def order_log_weights(orders: np.ndarray, R: np.ndarray, lam) -> np.ndarray:
 
 
 def order_distribution(R: np.ndarray, lam) -> tuple[np.ndarray, np.ndarray]:
-    """Exact PASV order distribution by enumeration: ``(orders (m, n), probs (m,))`` (eq. 4)."""
+    """Exact PASV order distribution by enumeration (eq. 4).
+
+    Parameters
+    ----------
+    R : ndarray of bool, shape (n, n)
+        Strict precedence closure.
+    lam : array (n,)
+        Positive weights.
+
+    Returns
+    -------
+    orders : ndarray of int, shape (m, n)
+        The linear extensions.
+    probs : ndarray, shape (m,)
+        Their PASV probabilities (sum 1).
+
+    References
+    ----------
+    .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), eq. 4.
+    """
     orders = linear_extensions(R)
     lw = order_log_weights(orders, R, lam)
     p = np.exp(lw - lw.max())
@@ -273,7 +577,22 @@ def _bits(masks: np.ndarray, n: int) -> np.ndarray:
 
 
 def feasible_masks(R: np.ndarray) -> np.ndarray:
-    """Bitmasks of all feasible (downward-closed) sets ``S`` (Def. 2.4), sorted; ``n <= 24``."""
+    """Bitmasks of all feasible (downward-closed) sets ``S`` (Def. 2.4), sorted.
+
+    Parameters
+    ----------
+    R : ndarray of bool, shape (n, n)
+        Strict precedence closure, ``n <= 24``.
+
+    Returns
+    -------
+    ndarray of int64, shape (F,)
+        The bitmasks ``sum(2**i for i in S)`` of the feasible sets, increasing.
+
+    References
+    ----------
+    .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), Def. 2.4 and App. D.1.1.
+    """
     R = _check_closure(R)
     n = R.shape[0]
     if n > 24:
@@ -287,17 +606,52 @@ def feasible_masks(R: np.ndarray) -> np.ndarray:
     return masks[ok]
 
 
-def game_table(fn: Callable[[np.ndarray], np.ndarray], n: int, masks: np.ndarray | None = None) -> np.ndarray:
-    """Tabulate a utility on coalitions: returns ``U`` of length ``2**n`` indexed by bitmask.
+def game_table(utility: Utility | Callable[[np.ndarray], float], n: int, masks: np.ndarray | None = None) -> np.ndarray:
+    """Tabulate a utility on coalitions: ``U`` of length ``2**n`` indexed by bitmask.
 
-    ``fn`` takes a boolean array (m, n) of coalitions and returns (m,) values. Only ``masks``
-    (default: all ``2**n``) are evaluated; the others are NaN.
+    Parameters
+    ----------
+    utility : Utility or callable
+        Called on one coalition at a time, a boolean mask of shape ``(n,)``, returning a
+        float (the :class:`Utility` convention).
+    n : int
+        Number of players, ``1 <= n <= 24``.
+    masks : array of int, optional
+        Bitmasks of the coalitions to evaluate (default: all ``2**n``); the others are NaN.
+
+    Returns
+    -------
+    U : ndarray, shape (2**n,)
+
+    Raises
+    ------
+    ValueError
+        For a bitmask out of range, or when the utility returns NaN or an infinite value.
+
+    References
+    ----------
+    .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), Sec. 2.
     """
+    if not callable(utility):
+        raise TypeError(f"utility must be callable on a coalition mask, got {type(utility).__name__}")
+    n = _check_int(n, "n")
     if n > 24:
         raise ValueError(f"a full game table needs n <= 24, got n={n}")
-    masks = np.arange(2**n, dtype=np.int64) if masks is None else np.asarray(masks, dtype=np.int64)
+    if masks is None:
+        masks = np.arange(2**n, dtype=np.int64)
+    else:
+        masks = np.asarray(masks)
+        if masks.ndim != 1 or (masks.size and masks.dtype.kind not in "iu"):
+            raise ValueError(f"masks must be a 1-D array of integer bitmasks, got shape {masks.shape} dtype {masks.dtype}")
+        masks = masks.astype(np.int64)
+        if masks.size and (masks.min() < 0 or masks.max() >= 2**n):
+            raise ValueError(f"bitmasks must lie in 0..{2**n - 1} for n={n} players")
     U = np.full(2**n, np.nan)
-    U[masks] = np.asarray(fn(_bits(masks, n)), dtype=float)
+    for key, mask in zip(masks, _bits(masks, n)):
+        v = float(utility(mask))
+        if not math.isfinite(v):
+            raise ValueError(f"the utility returned {v} for coalition bitmask {int(key)}; a utility must be finite")
+        U[key] = v
     return U
 
 
@@ -305,11 +659,23 @@ def shapley_exact(U: np.ndarray) -> np.ndarray:
     """Shapley value from a full game table (subset formula, Shapley 1953).
 
     .. math:: ψ_i = \\sum_{S \\subseteq [n] \\setminus i} \\frac{|S|!(n-|S|-1)!}{n!}\\,[U(S \\cup i) - U(S)]
+
+    Parameters
+    ----------
+    U : array, shape (2**n,)
+        Full game table without NaN.
+
+    Returns
+    -------
+    ndarray, shape (n,)
+
+    References
+    ----------
+    .. [1] L. S. Shapley, "A value for n-person games", 1953.
+    .. [2] Lee et al., ICML 2026 (arXiv:2602.09326), Sec. 2 (the SV as a random order value).
     """
-    U = np.asarray(U, dtype=float)
-    n = int(round(math.log2(U.size)))
-    if 2**n != U.size or np.isnan(U).any():
-        raise ValueError(f"U must be a full table of length 2**n without NaN, got length {U.size}")
+    U, n = _table_size(U)
+    _finite_at(U, np.arange(2**n, dtype=np.int64), "the Shapley value needs (all of them)")
     masks = np.arange(2**n, dtype=np.int64)
     size = _popcount(masks)
     fact = np.array([math.factorial(k) for k in range(n + 1)], dtype=float)
@@ -323,10 +689,38 @@ def shapley_exact(U: np.ndarray) -> np.ndarray:
 
 
 def rov_exact(U: np.ndarray, orders: np.ndarray, probs: np.ndarray) -> np.ndarray:
-    """Random order value (eq. 1) from an explicit order distribution and a game table."""
-    orders = np.atleast_2d(orders)
+    """Random order value (eq. 1) from an explicit order distribution and a game table.
+
+    Parameters
+    ----------
+    U : array, shape (2**n,)
+        Game table (finite on every prefix of every order).
+    orders : int array, shape (m, n)
+        Orders (permutations).
+    probs : array, shape (m,)
+        Their probabilities: non-negative, summing to 1.
+
+    Returns
+    -------
+    ndarray, shape (n,)
+
+    References
+    ----------
+    .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), eq. 1.
+    """
+    orders = _check_orders(orders)
     m, n = orders.shape
-    prefix = np.concatenate([np.zeros((m, 1), dtype=np.int64), np.cumsum(1 << orders.astype(np.int64), axis=1)], 1)
+    U = _check_table(U, n)
+    try:
+        probs = np.asarray(probs, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"probs must be an array of numbers, got {type(probs).__name__}") from None
+    if probs.shape != (m,):
+        raise ValueError(f"probs must have shape ({m},) (one per order), got {probs.shape}")
+    if not np.all(np.isfinite(probs)) or np.any(probs < 0) or not np.isclose(probs.sum(), 1.0):
+        raise ValueError(f"probs must be finite, non-negative and sum to 1, got sum {probs.sum()!r}")
+    prefix = np.concatenate([np.zeros((m, 1), dtype=np.int64), np.cumsum(1 << orders, axis=1)], 1)
+    _finite_at(U, np.unique(prefix), "the orders visit")
     vals = U[prefix]  # (m, n+1)
     mc = np.zeros((m, n))
     mc[np.arange(m)[:, None], orders] = np.diff(vals, axis=1)
@@ -334,8 +728,28 @@ def rov_exact(U: np.ndarray, orders: np.ndarray, probs: np.ndarray) -> np.ndarra
 
 
 def pasv_exact(U: np.ndarray, R: np.ndarray, lam=None) -> np.ndarray:
-    """PASV (or PSV when ``lam`` is None) by enumerating the linear extensions (eqs. 1 and 4)."""
+    """PASV (or PSV when ``lam`` is None) by enumerating the linear extensions (eqs. 1 and 4).
+
+    Parameters
+    ----------
+    U : array, shape (2**n,)
+        Game table (NaN allowed off the feasible sets).
+    R : ndarray of bool, shape (n, n)
+        Strict precedence closure.
+    lam : array (n,), optional
+        Positive weights; default equal (PSV).
+
+    Returns
+    -------
+    ndarray, shape (n,)
+
+    References
+    ----------
+    .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), eqs. 1 and 4, Prop. 3.1.
+    """
+    R = _check_closure(R)
     n = R.shape[0]
+    _check_table(U, n)
     lam = np.ones(n) if lam is None else lam
     orders, p = order_distribution(R, lam)
     return rov_exact(U, orders, p)
@@ -347,8 +761,28 @@ def wsv_exact(U: np.ndarray, blocks: Sequence[Sequence[int]], lam) -> np.ndarray
     The last player is drawn from the last block with probability ``∝ λ``, removed, and so on:
     ``p_WSV(π) = Π_t λ_{π_t} / Σ_{j ∈ max(S_t)} λ_j``. Computed by recursion over the remaining
     set, independently of :func:`order_log_weights`.
+
+    Parameters
+    ----------
+    U : array, shape (2**n,)
+        Full game table.
+    blocks : sequence of sequences of int
+        Ordered partition ``B_1 ≺ B_2 ≺ ..`` of ``0 .. n-1`` (each player exactly once).
+    lam : array (n,)
+        Positive weights.
+
+    Returns
+    -------
+    ndarray, shape (n,)
+
+    References
+    ----------
+    .. [1] E. Kalai, D. Samet, "On weighted Shapley values", IJGT 16, 1987.
+    .. [2] Lee et al., ICML 2026 (arXiv:2602.09326), eq. 3 and Prop. 3.2.
     """
-    n = sum(len(b) for b in blocks)
+    n = len(_partition_members(blocks))
+    U = _check_table(U, n)
+    _finite_at(U, np.arange(2**n, dtype=np.int64), "WSV needs (all of them)")
     lam = _check_weights(lam, n)
     psi = np.zeros(n)
 
@@ -364,7 +798,7 @@ def wsv_exact(U: np.ndarray, blocks: Sequence[Sequence[int]], lam) -> np.ndarray
             psi[x] += px * (U[mask] - U[mask & ~(1 << x)])
             rec(remaining[:-1] + ([rest] if rest else []), mask & ~(1 << x), px)
 
-    rec([list(b) for b in blocks if len(b)], 2**n - 1, 1.0)
+    rec([[int(i) for i in b] for b in blocks if len(b)], 2**n - 1, 1.0)
     return psi
 
 
@@ -380,13 +814,17 @@ class PasvDP:
     Parameters
     ----------
     R : bool array (n, n)
-        Strict precedence closure.
+        Strict precedence closure (a cyclic or non-transitive relation raises ``ValueError``).
     lam : array (n,), optional
         Priority weights (default equal: PSV).
+
+    References
+    ----------
+    .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), App. D.1.1, eqs. 29–31.
     """
 
     def __init__(self, R: np.ndarray, lam=None):
-        self.R = _check_closure(R)
+        self.R = R = _check_closure(R)
         n = self.n = R.shape[0]
         self.lam = _check_weights(np.ones(n) if lam is None else lam, n)
         self.masks = feasible_masks(R)  # (F,)
@@ -418,19 +856,65 @@ class PasvDP:
         self.q = np.where(M, Z[np.maximum(sub, 0)] * w * Y[:, None], 0.0) / self.total
 
     def values(self, U: np.ndarray) -> np.ndarray:
-        """PASV ``ψ_i = Σ_{S ∋ i} q(S, i) [U(S) − U(S∖i)]`` from a table ``U`` (NaN allowed off feasible sets)."""
+        """PASV ``ψ_i = Σ_{S ∋ i} q(S, i) [U(S) − U(S∖i)]``.
+
+        Parameters
+        ----------
+        U : array, shape (2**n,)
+            Game table; NaN is allowed off the feasible sets, not on them.
+
+        Returns
+        -------
+        ndarray, shape (n,)
+
+        References
+        ----------
+        .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), eq. 1 with App. D.1.1.
+        """
         n = self.n
+        U = _check_table(U, n)
+        _finite_at(U, self.masks, "are feasible")
         Uf = U[self.masks]  # (F,)
         Usub = np.where(self.M, U[self.masks[:, None] & ~(1 << np.arange(n))[None, :]], 0.0)
         return np.sum(self.q * (Uf[:, None] - Usub), axis=0)
 
     def precedence_probs(self) -> np.ndarray:
-        """``P[a, b] = P_{π∼p}(a before b)`` (eqs. 29–31), shape (n, n)."""
+        """``P[a, b] = P_{π∼p}(a before b)`` (eqs. 29–31).
+
+        Returns
+        -------
+        ndarray, shape (n, n)
+
+        References
+        ----------
+        .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), eqs. 29–31.
+        """
         return self.q.T @ (~self.member).astype(float)
 
     def last_of_probs(self, T: Sequence[int]) -> np.ndarray:
-        """``P(i is the last member of T to arrive)`` for each ``i``: the PASV of the unanimity game ``u_T``."""
-        tm = sum(1 << int(i) for i in T)
+        """``P(i is the last member of T to arrive)`` for each ``i``: the PASV of the unanimity game ``u_T``.
+
+        Parameters
+        ----------
+        T : sequence of int
+            A non-empty set of players.
+
+        Returns
+        -------
+        ndarray, shape (n,)
+            Zero outside ``T``; sums to 1.
+
+        References
+        ----------
+        .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), Sec. 3 (unanimity games).
+        """
+        if isinstance(T, (str, bytes)) or not isinstance(T, Sequence | np.ndarray):
+            raise TypeError(f"T must be a sequence of player indices, got {type(T).__name__}")
+        if len(T) == 0 or any(
+            isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)) or not 0 <= i < self.n for i in T
+        ):
+            raise ValueError(f"T must be a non-empty set of player indices in 0..{self.n - 1}, got {T!r}")
+        tm = sum(1 << int(i) for i in set(int(i) for i in T))
         covers = (self.masks & tm) == tm  # S ⊇ T
         return np.sum(self.q * covers[:, None] * self.M, axis=0) * np.isin(np.arange(self.n), T)
 
@@ -460,28 +944,32 @@ class AdjacentSwapSampler:
         Chains run in parallel.
     init : {"topological", "random"}
         Start every chain at the same Kahn order, or at a random topological order each.
-    random_state : int or Generator, optional
+    random_state : int, Generator or None
+        Seed or generator of the proposals and of the random starts.
+
+    References
+    ----------
+    .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), Alg. 1 and Lemma 4.1.
     """
 
     def __init__(self, R: np.ndarray, lam=None, *, n_chains: int = 64, init: str = "topological", random_state=None):
-        self.R = _check_closure(R)
+        self.R = R = _check_closure(R)
         n = self.n = R.shape[0]
         if n < 2:
             raise ValueError(f"the sampler needs n >= 2 players, got n={n}")
         self.lam = _check_weights(np.ones(n) if lam is None else lam, n)
-        if not isinstance(n_chains, (int, np.integer)) or n_chains < 1:
-            raise ValueError(f"n_chains={n_chains!r} must be a positive integer")
+        n_chains = _check_int(n_chains, "n_chains")
         if init not in ("topological", "random"):
             raise ValueError(f"init={init!r}; use 'topological' or 'random'")
         self.n_chains = int(n_chains)
-        self.rng = np.random.default_rng(random_state)
+        self.rng = check_random_state(random_state)
         self.RT = np.ascontiguousarray(R.T)  # RT[b] = predecessors of b
         C = self.n_chains
         if init == "topological":
-            start = topological_order(R)
+            start = _kahn(R, None)
             self.perm = np.tile(start, (C, 1))
         else:
-            self.perm = np.stack([topological_order(R, self.rng) for _ in range(C)])
+            self.perm = np.stack([_kahn(R, self.rng) for _ in range(C)])
         self.pos = np.argsort(self.perm, axis=1)
         self.fsp = np.full((C, n), n, dtype=np.int64)  # earliest successor position
         for i in range(n):
@@ -492,7 +980,23 @@ class AdjacentSwapSampler:
         self.n_accepted = 0
 
     def step(self, n_steps: int = 1) -> AdjacentSwapSampler:
-        """Advance every chain by ``n_steps`` MH steps."""
+        """Advance every chain by ``n_steps`` MH steps.
+
+        Parameters
+        ----------
+        n_steps : int
+            Steps (>= 0).
+
+        Returns
+        -------
+        AdjacentSwapSampler
+            ``self``.
+
+        References
+        ----------
+        .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), Alg. 1.
+        """
+        n_steps = _check_int(n_steps, "n_steps", low=0)
         C, n = self.n_chains, self.n
         rows = np.arange(C)
         lam = self.lam
@@ -526,16 +1030,33 @@ class AdjacentSwapSampler:
 
     @property
     def acceptance_rate(self) -> float:
-        """Accepted / proposed swaps (proposals of comparable neighbours excluded)."""
+        """Accepted / proposed swaps (proposals of comparable neighbours excluded); 0 before any proposal."""
         return self.n_accepted / max(self.n_proposed, 1)
 
     def sample(self, n_samples: int, *, burn_in: int, thin: int) -> np.ndarray:
         """Run ``burn_in`` steps, then keep every chain's state every ``thin`` steps.
 
-        Returns an int array (n_samples, n) of orders; samples ``c, c + n_chains, ..`` come from chain ``c``.
+        Parameters
+        ----------
+        n_samples : int
+            Orders to return (>= 1).
+        burn_in : int
+            Steps discarded first (>= 0).
+        thin : int
+            Steps between kept states (>= 1).
+
+        Returns
+        -------
+        ndarray of int, shape (n_samples, n)
+            Orders; samples ``c, c + n_chains, ..`` come from chain ``c``.
+
+        References
+        ----------
+        .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), Alg. 1 and Sec. 6.1 (burn-in, thinning).
         """
-        if burn_in < 0 or thin < 1 or n_samples < 1:
-            raise ValueError(f"need burn_in >= 0, thin >= 1, n_samples >= 1; got {burn_in}, {thin}, {n_samples}")
+        n_samples = _check_int(n_samples, "n_samples")
+        burn_in = _check_int(burn_in, "burn_in", low=0)
+        thin = _check_int(thin, "thin")
         self.step(burn_in)
         out = []
         got = 0
@@ -546,21 +1067,67 @@ class AdjacentSwapSampler:
         return np.concatenate(out, axis=0)[:n_samples]
 
 
-def uniform_permutations(n: int, n_samples: int, random_state=None) -> np.ndarray:
-    """``n_samples`` uniform random permutations of ``n`` players (the SV's order distribution), (n_samples, n)."""
-    rng = np.random.default_rng(random_state)
+def uniform_permutations(n: int, n_samples: int, random_state: RandomState = None) -> np.ndarray:
+    """``n_samples`` uniform random permutations of ``n`` players (the SV's order distribution).
+
+    Parameters
+    ----------
+    n : int
+        Number of players (>= 1).
+    n_samples : int
+        Number of permutations (>= 1).
+    random_state : int, Generator or None
+        Seed or generator.
+
+    Returns
+    -------
+    ndarray of int, shape (n_samples, n)
+
+    References
+    ----------
+    .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), Sec. 2 (the SV as a random order value).
+    """
+    n = _check_int(n, "n")
+    n_samples = _check_int(n_samples, "n_samples")
+    rng = check_random_state(random_state)
     return np.argsort(rng.random((n_samples, n)), axis=1)
 
 
 def sample_linear_extensions_rejection(
-    R: np.ndarray, n_samples: int, random_state=None, *, batch: int = 4096, max_draws: int = 50_000_000
+    R: np.ndarray, n_samples: int, random_state: RandomState = None, *, batch: int = 4096, max_draws: int = 50_000_000
 ) -> tuple[np.ndarray, int]:
     """Uniform linear extensions by rejection from uniform permutations (the naive baseline).
 
-    Returns ``(orders (n_samples, n), number of permutations drawn)``. Each kept order is an
-    exact draw from ``Uniform(Π_⪯)``; the acceptance rate is ``|Π_⪯| / n!``.
+    Each kept order is an exact draw from ``Uniform(Π_⪯)``; the acceptance rate is ``|Π_⪯| / n!``.
+
+    Parameters
+    ----------
+    R : ndarray of bool, shape (n, n)
+        Strict precedence closure.
+    n_samples : int
+        Orders to return (>= 1).
+    random_state : int, Generator or None
+        Seed or generator.
+    batch : int
+        Permutations drawn at a time.
+    max_draws : int
+        Give up (``ValueError``) after this many permutations.
+
+    Returns
+    -------
+    orders : ndarray of int, shape (n_samples, n)
+    drawn : int
+        Number of permutations drawn.
+
+    References
+    ----------
+    .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), Def. 2.2 (PSV = uniform on linear extensions).
     """
-    rng = np.random.default_rng(random_state)
+    R = _check_closure(R)
+    n_samples = _check_int(n_samples, "n_samples")
+    batch = _check_int(batch, "batch")
+    max_draws = _check_int(max_draws, "max_draws")
+    rng = check_random_state(random_state)
     n = R.shape[0]
     kept, drawn, got = [], 0, 0
     while got < n_samples:
@@ -568,7 +1135,7 @@ def sample_linear_extensions_rejection(
             raise ValueError(f"rejection sampling drew {drawn} permutations without enough linear extensions")
         P = uniform_permutations(n, batch, rng)
         drawn += batch
-        ok = is_linear_extension(P, R)
+        ok = _respects(P, R)
         kept.append(P[ok])
         got += int(ok.sum())
     out = np.concatenate(kept)[:n_samples]
@@ -578,8 +1145,19 @@ def sample_linear_extensions_rejection(
 # ----------------------------------------------------------------------------- estimation
 
 
+def _check_mask(mask, n: int, what: str = "a coalition mask") -> np.ndarray:
+    mask = np.asarray(mask)
+    if mask.shape != (n,):
+        raise ValueError(f"{what} must have shape ({n},) (one coalition; see the Utility protocol), got {mask.shape}")
+    if mask.dtype != bool:
+        if mask.dtype.kind not in "iu" or not np.all((mask == 0) | (mask == 1)):
+            raise TypeError(f"{what} must be boolean (or 0/1), got dtype {mask.dtype}")
+        mask = mask.astype(bool)
+    return mask
+
+
 class CachedUtility:
-    """Wrap a utility of a boolean coalition mask with a cache and call counters.
+    """Wrap a function of one boolean coalition mask with a cache and call counters (a :class:`Utility`).
 
     Parameters
     ----------
@@ -594,28 +1172,48 @@ class CachedUtility:
         Evaluations of ``fn`` (cache misses).
     n_queries : int
         Look-ups, cached or not.
+
+    References
+    ----------
+    .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), Sec. 4 (cost counted in utility calls).
     """
 
     def __init__(self, fn: Callable[[np.ndarray], float], n: int):
-        self.fn, self.n = fn, int(n)
+        if not callable(fn):
+            raise TypeError(f"fn must be callable on a coalition mask, got {type(fn).__name__}")
+        self.fn, self.n = fn, _check_int(n, "n")
         self.cache: dict[bytes, float] = {}
         self.n_calls = 0
         self.n_queries = 0
 
     def __call__(self, mask: np.ndarray) -> float:
-        mask = np.asarray(mask, dtype=bool)
-        if mask.shape != (self.n,):
-            raise ValueError(f"a coalition mask must have shape ({self.n},), got {mask.shape}")
+        mask = _check_mask(mask, self.n)
         key = np.packbits(mask).tobytes()
         self.n_queries += 1
         if key not in self.cache:
-            self.cache[key] = float(self.fn(mask))
+            v = float(self.fn(mask))
+            if not math.isfinite(v):
+                raise ValueError(f"the utility returned {v} for the coalition {np.flatnonzero(mask).tolist()}; it must be finite")
+            self.cache[key] = v
             self.n_calls += 1
         return self.cache[key]
 
     def values_along(self, orders: np.ndarray) -> np.ndarray:
-        """``U(S_0), .., U(S_n)`` along each order, (m, n+1)."""
-        orders = np.atleast_2d(orders)
+        """``U(S_0), .., U(S_n)`` along each order.
+
+        Parameters
+        ----------
+        orders : int array, shape (m, n)
+
+        Returns
+        -------
+        ndarray, shape (m, n+1)
+
+        References
+        ----------
+        .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), eq. 1.
+        """
+        orders = _check_orders(orders, self.n)
         m, n = orders.shape
         out = np.empty((m, n + 1))
         for r in range(m):
@@ -628,14 +1226,51 @@ class CachedUtility:
 
 
 def prefix_values(utility, orders: np.ndarray) -> np.ndarray:
-    """Utility of every prefix of every order, (m, n+1): uses ``utility.values_along`` or a game table."""
-    orders = np.atleast_2d(orders)
+    """Utility of every prefix of every order.
+
+    Parameters
+    ----------
+    utility : Utility, object with ``values_along(orders)``, or game table (2**n,)
+        A utility with a ``values_along`` method is asked for all prefixes at once; a
+        plain :class:`Utility` is called once per prefix (through a :class:`CachedUtility`);
+        a game table is indexed by the prefixes' bitmasks.
+    orders : int array, shape (m, n)
+
+    Returns
+    -------
+    ndarray, shape (m, n+1)
+        ``U(S_0) .. U(S_n)`` along each order.
+
+    References
+    ----------
+    .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), eq. 1.
+    """
+    orders = _check_orders(orders)
+    m, n = orders.shape
     if hasattr(utility, "values_along"):
         return utility.values_along(orders)
-    U = np.asarray(utility)
-    m = orders.shape[0]
-    prefix = np.concatenate([np.zeros((m, 1), dtype=np.int64), np.cumsum(1 << orders.astype(np.int64), axis=1)], 1)
+    if callable(utility):
+        return CachedUtility(utility, n).values_along(orders)
+    U = _check_table(utility, n)
+    prefix = np.concatenate([np.zeros((m, 1), dtype=np.int64), np.cumsum(1 << orders, axis=1)], 1)
+    _finite_at(U, np.unique(prefix), "the orders visit")
     return U[prefix]
+
+
+def _marginals(values, orders) -> tuple[np.ndarray, np.ndarray]:
+    orders = _check_orders(orders)
+    m, n = orders.shape
+    try:
+        values = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"values must be an array of numbers, got {type(values).__name__}") from None
+    if values.shape != (m, n + 1):
+        raise ValueError(f"values must have shape ({m}, {n + 1}) (prefix utilities of each order), got {values.shape}")
+    if not np.all(np.isfinite(values)):
+        raise ValueError("values hold NaN or infinite utilities")
+    mc = np.zeros((m, n))
+    mc[np.arange(m)[:, None], orders] = np.diff(values, axis=1)
+    return mc, orders
 
 
 def rov_estimate(values: np.ndarray, orders: np.ndarray, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -655,34 +1290,48 @@ def rov_estimate(values: np.ndarray, orders: np.ndarray, weights: np.ndarray | N
     psi : array (n,)
         Estimated values.
     se : array (n,)
-        Standard errors: ``sd/√m`` for plain averages (treats retained orders as independent),
-        the delta-method ``sqrt(Σ w²(Δ − ψ̂)²)/Σ w`` for weighted ones.
+        Standard errors: ``sd/√m`` for plain averages (treats retained orders as independent;
+        ``inf`` for a single order), the delta-method ``sqrt(Σ w²(Δ − ψ̂)²)/Σ w`` for weighted ones.
+
+    References
+    ----------
+    .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), eq. 1 and Sec. 4.
     """
-    orders = np.atleast_2d(orders)
-    m, n = orders.shape
-    if values.shape != (m, n + 1):
-        raise ValueError(f"values must have shape ({m}, {n + 1}), got {values.shape}")
-    mc = np.zeros((m, n))
-    mc[np.arange(m)[:, None], orders] = np.diff(values, axis=1)
+    mc, orders = _marginals(values, orders)
+    m, n = mc.shape
     if weights is None:
         psi = mc.mean(0)
         se = mc.std(0, ddof=1) / np.sqrt(m) if m > 1 else np.full(n, np.inf)
         return psi, se
-    w = np.asarray(weights, dtype=float)
-    if w.shape != (m,) or np.any(w < 0) or w.sum() <= 0:
-        raise ValueError("weights must be non-negative, shape (m,), with a positive sum")
+    try:
+        w = np.asarray(weights, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"weights must be an array of numbers, got {type(weights).__name__}") from None
+    if w.shape != (m,) or not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
+        raise ValueError(f"weights must be finite, non-negative, shape ({m},), with a positive sum; got shape {w.shape}")
     psi = w @ mc / w.sum()
     se = np.sqrt((w[:, None] ** 2 * (mc - psi) ** 2).sum(0)) / w.sum()
     return psi, se
 
 
 def marginal_contributions(values: np.ndarray, orders: np.ndarray) -> np.ndarray:
-    """``Δ[r, i] = U(π^i ∪ {i}) − U(π^i)`` along each order ``r``: (m, n) from prefix values (m, n+1)."""
-    orders = np.atleast_2d(orders)
-    m, n = orders.shape
-    mc = np.zeros((m, n))
-    mc[np.arange(m)[:, None], orders] = np.diff(values, axis=1)
-    return mc
+    """``Δ[r, i] = U(π^i ∪ {i}) − U(π^i)`` along each order ``r``.
+
+    Parameters
+    ----------
+    values : array (m, n+1)
+        Prefix utilities (:func:`prefix_values`).
+    orders : int array (m, n)
+
+    Returns
+    -------
+    ndarray, shape (m, n)
+
+    References
+    ----------
+    .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), eq. 1.
+    """
+    return _marginals(values, orders)[0]
 
 
 def pasv_mc(
@@ -695,13 +1344,34 @@ def pasv_mc(
     thin: int,
     n_chains: int = 64,
     init: str = "random",
-    random_state=None,
+    random_state: RandomState = None,
 ) -> dict[str, np.ndarray]:
     """Monte Carlo PASV: adjacent-swap MH orders (Alg. 1), then averaged marginal contributions (eq. 1).
 
-    ``utility`` is a game table or an object with ``values_along(orders)``. Returns a dict with
-    ``psi``, ``se``, ``orders``, ``values`` and the sampler's ``acceptance`` rate.
+    Parameters
+    ----------
+    utility : Utility, object with ``values_along``, or game table
+        As in :func:`prefix_values`.
+    R : ndarray of bool, shape (n, n)
+        Strict precedence closure.
+    lam : array (n,), optional
+        Positive weights; default equal (PSV).
+    n_samples, burn_in, thin, n_chains, init
+        As in :class:`AdjacentSwapSampler` and its ``sample``.
+    random_state : int, Generator or None
+        Seed or generator of the sampler.
+
+    Returns
+    -------
+    dict
+        ``psi``, ``se``, ``orders``, ``values`` and the sampler's ``acceptance`` rate.
+
+    References
+    ----------
+    .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), Alg. 1 and Sec. 6.
     """
+    if not (callable(utility) or hasattr(utility, "values_along") or isinstance(utility, (np.ndarray, list, tuple))):
+        raise TypeError(f"utility must be a Utility, an object with values_along, or a game table; got {type(utility).__name__}")
     s = AdjacentSwapSampler(R, lam, n_chains=n_chains, init=init, random_state=random_state)
     orders = s.sample(n_samples, burn_in=burn_in, thin=thin)
     values = prefix_values(utility, orders)
@@ -719,23 +1389,44 @@ def priority_sweep(
     value_fn : callable
         ``value_fn(lam) -> (n,)`` values (exact or estimated PASV under weights ``lam``).
     lam_base : array (n,)
-        Weights of everyone else.
+        Weights of everyone else (finite, > 0).
     group : sequence of int
         Players whose weight is multiplied by each factor.
     factors : sequence of float
-        E.g. ``2.0 ** np.arange(-8, 9)``.
+        E.g. ``2.0 ** np.arange(-8, 9)``; each finite and > 0.
 
     Returns
     -------
     ndarray (len(factors), n)
+
+    References
+    ----------
+    .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), Sec. 3.4 (priority sweeping).
     """
-    lam_base = np.asarray(lam_base, dtype=float)
+    if not callable(value_fn):
+        raise TypeError(f"value_fn must be callable on a weight vector, got {type(value_fn).__name__}")
+    try:
+        n = int(np.asarray(lam_base).shape[0]) if np.ndim(lam_base) == 1 else -1
+    except (TypeError, ValueError):
+        n = -1
+    if n < 1:
+        raise ValueError(f"lam_base must be a non-empty 1-D array of weights, got {lam_base!r}")
+    lam_base = _check_weights(lam_base, n)
+    g = np.asarray(group)
+    if g.ndim != 1 or g.size == 0 or g.dtype.kind not in "iu" or g.min() < 0 or g.max() >= n:
+        raise ValueError(f"group must be a non-empty list of player indices in 0..{n - 1}, got {group!r}")
+    try:
+        fac = np.asarray(factors, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"factors must be numbers, got {factors!r}") from None
+    if fac.ndim != 1 or fac.size == 0:
+        raise ValueError(f"factors must be a non-empty 1-D sequence, got {factors!r}")
     out = []
-    for f in factors:
-        if not f > 0:
-            raise ValueError(f"sweep factors must be > 0, got {f}")
+    for f in fac:
+        if not (np.isfinite(f) and f > 0):
+            raise ValueError(f"sweep factors must be finite and > 0, got {f}")
         lam = lam_base.copy()
-        lam[list(group)] *= f
+        lam[g] *= f
         out.append(np.asarray(value_fn(lam), dtype=float))
     return np.stack(out)
 
@@ -763,24 +1454,97 @@ class DataMarket:
         Provider of each point (index into ``PROVIDERS``).
     X_test, y_test : arrays
         Balanced held-out test set.
+
+    Parameters
+    ----------
+    X, y, block, X_test, y_test : arrays
+        As the attributes (``block`` values in ``0 .. 7``).
+
+    References
+    ----------
+    .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), Sec. 5.1, Fig. 4 and Table 1.
     """
 
     def __init__(self, X, y, block, X_test, y_test):
+        X, X_test = _check_features(X, "X"), _check_features(X_test, "X_test")
+        y, y_test = _check_labels(y, X.shape[0], "y"), _check_labels(y_test, X_test.shape[0], "y_test")
+        block = np.asarray(block)
+        if block.shape != y.shape or block.dtype.kind not in "iu" or block.min() < 0 or block.max() >= len(BLOCKS):
+            raise ValueError(f"block must hold one block index in 0..{len(BLOCKS) - 1} per point, got shape {block.shape}")
+        if X.shape[1] != X_test.shape[1]:
+            raise ValueError(f"X and X_test must have the same number of features, got {X.shape[1]} and {X_test.shape[1]}")
         self.X, self.y, self.block = X, y, block
         self.provider = BLOCK_PROVIDER[block]
         self.X_test, self.y_test = X_test, y_test
 
     @property
     def n(self) -> int:
+        """Number of points (players)."""
         return len(self.y)
 
     def closure(self) -> np.ndarray:
-        """Point-level precedence closure of the lineage DAG (Fig. 4)."""
+        """Point-level precedence closure of the lineage DAG (Fig. 4).
+
+        Returns
+        -------
+        ndarray of bool, shape (n, n)
+
+        References
+        ----------
+        .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), Fig. 4.
+        """
         return block_closure(self.block, BLOCK_EDGES)
 
     def weights(self, b: float, c: Sequence[float] = (0, 1, 0, 2, 2)) -> np.ndarray:
-        """``λ = b**c[provider]`` with ``c = (Owner, Anchor, Booster, Copier, Poisoner)`` exponents."""
-        return float(b) ** np.asarray(c, dtype=float)[self.provider]
+        """Provider weights ``λ = b**c[provider]``.
+
+        Parameters
+        ----------
+        b : float
+            Base, finite and > 0.
+        c : sequence of 5 floats
+            Exponents of (Owner, Anchor, Booster, Copier, Poisoner); the paper's ``(0, 1, 0, 2, 2)``.
+
+        Returns
+        -------
+        ndarray, shape (n,)
+
+        References
+        ----------
+        .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), Sec. 5.1.
+        """
+        if isinstance(b, (bool, np.bool_)) or not isinstance(b, (int, float, np.integer, np.floating)):
+            raise TypeError(f"b={b!r} must be a number > 0")
+        if not (math.isfinite(b) and b > 0):
+            raise ValueError(f"b={b!r} must be finite and > 0")
+        c = np.asarray(c, dtype=float)
+        if c.shape != (len(PROVIDERS),) or not np.all(np.isfinite(c)):
+            raise ValueError(f"c must be {len(PROVIDERS)} finite exponents, one per provider {PROVIDERS}, got {c}")
+        return float(b) ** c[self.provider]
+
+
+def _check_features(X, name: str) -> np.ndarray:
+    try:
+        X = np.asarray(X, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a numeric array (n, d), got {type(X).__name__}") from None
+    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"{name} must be a non-empty 2-D array (n, d), got shape {X.shape}")
+    if not np.all(np.isfinite(X)):
+        raise ValueError(f"{name} holds NaN or infinite values")
+    return X
+
+
+def _check_labels(y, n: int, name: str) -> np.ndarray:
+    y = np.asarray(y)
+    if y.shape != (n,):
+        raise ValueError(f"{name} must have shape ({n},) (one label per row), got {y.shape}")
+    if y.dtype.kind not in "iu" and not (y.dtype.kind == "f" and np.all(np.isfinite(y)) and np.all(y == np.round(y))):
+        raise ValueError(f"{name} must hold integer class labels, got dtype {y.dtype}")
+    y = y.astype(int)
+    if y.min() < 0:
+        raise ValueError(f"{name} must hold class labels >= 0")
+    return y
 
 
 def _rotate(img: np.ndarray, angle: float) -> np.ndarray:
@@ -789,7 +1553,7 @@ def _rotate(img: np.ndarray, angle: float) -> np.ndarray:
     return rotate(img.reshape(8, 8), angle, reshape=False, order=1, mode="constant").ravel()
 
 
-def make_data_market(n_per_half: int = 10, n_test_per_class: int = 30, random_state=None) -> DataMarket:
+def make_data_market(n_per_half: int = 10, n_test_per_class: int = 30, random_state: RandomState = None) -> DataMarket:
     """Build the digits data market with lineage (stand-in for the paper's MNIST market).
 
     Providers (each ``2 * n_per_half`` points): **Owner** (original digits, classes balanced);
@@ -798,13 +1562,37 @@ def make_data_market(n_per_half: int = 10, n_test_per_class: int = 30, random_st
     plus Gaussian noise, a crude class-conditional generator standing in for GAN/diffusion
     samples); **Copier** (exact copies, half of Owner, half of Anchor points); **Poisoner** (copies
     like Copier, labels replaced by a random other class). Pixel values are scaled to [0, 1].
+
+    Parameters
+    ----------
+    n_per_half : int
+        Points in each half-provider block (a provider has ``2 * n_per_half``), >= 1.
+    n_test_per_class : int
+        Test digits per class, >= 1; with the Owner's ``ceil(n_per_half / 5)`` points per
+        class it must fit in the smallest digits class (174 images).
+    random_state : int, Generator or None
+        Seed or generator.
+
+    Returns
+    -------
+    DataMarket
+
+    References
+    ----------
+    .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), Sec. 5.1 and Fig. 4.
     """
     from sklearn.datasets import load_digits
 
-    rng = np.random.default_rng(random_state)
-    if n_per_half < 1 or n_test_per_class < 1:
-        raise ValueError(f"n_per_half={n_per_half} and n_test_per_class={n_test_per_class} must be >= 1")
+    n_per_half = _check_int(n_per_half, "n_per_half")
+    n_test_per_class = _check_int(n_test_per_class, "n_test_per_class")
+    rng = check_random_state(random_state)
     Xall, yall = load_digits(return_X_y=True)
+    cmin = int(np.bincount(yall).min())
+    if n_test_per_class + -(-2 * n_per_half // 10) > cmin:
+        raise ValueError(
+            f"n_test_per_class={n_test_per_class} plus the {-(-2 * n_per_half // 10)} Owner points per class "
+            f"that n_per_half={n_per_half} needs exceed the {cmin} images of the smallest digits class"
+        )
     Xall = Xall / 16.0
     idx = rng.permutation(len(yall))
     test = np.concatenate([idx[yall[idx] == c][:n_test_per_class] for c in range(10)])
@@ -853,14 +1641,37 @@ class KNNUtility:
     smaller sum of distance ranks, then to the smaller label);
     ``U(∅) = 1 / n_classes``, the accuracy of a constant guess on a balanced test set.
     :meth:`values_along` computes all prefixes of many orders at once, incrementally.
+    A :class:`Utility`: called on one coalition mask of shape ``(n,)``.
+
+    Parameters
+    ----------
+    X, y : arrays (n, d), (n,)
+        Training points (the players) and their labels in ``0 .. n_classes-1``.
+    X_test, y_test : arrays (T, d), (T,)
+        Test set.
+    k : int
+        Neighbours (>= 1).
+    n_classes : int
+        Number of classes (>= 2).
+
+    References
+    ----------
+    .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), Sec. 5.1 (k-NN test accuracy as the utility).
     """
 
     def __init__(self, X, y, X_test, y_test, k: int = 5, n_classes: int = 10):
-        if not isinstance(k, (int, np.integer)) or k < 1:
+        if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"k={k!r} must be a positive integer")
+        n_classes = _check_int(n_classes, "n_classes", low=2)
+        X, X_test = _check_features(X, "X"), _check_features(X_test, "X_test")
+        if X.shape[1] != X_test.shape[1]:
+            raise ValueError(f"X and X_test must have the same number of features, got {X.shape[1]} and {X_test.shape[1]}")
+        y, y_test = _check_labels(y, X.shape[0], "y"), _check_labels(y_test, X_test.shape[0], "y_test")
+        if max(y.max(), y_test.max()) >= n_classes:
+            raise ValueError(f"labels must lie in 0..{n_classes - 1} (n_classes={n_classes})")
         self.k, self.n_classes = int(k), int(n_classes)
-        self.y = np.asarray(y, dtype=int)
-        self.y_test = np.asarray(y_test, dtype=int)
+        self.y = y
+        self.y_test = y_test
         d2 = (X_test**2).sum(1)[:, None] + (X**2).sum(1)[None, :] - 2 * X_test @ X.T
         # rank-based distances make ties impossible and the result deterministic
         self.rank = np.argsort(np.argsort(d2, axis=1, kind="stable"), axis=1).astype(np.int64)  # (T, n)
@@ -868,9 +1679,8 @@ class KNNUtility:
         self.n_calls = 0
 
     def __call__(self, mask: np.ndarray) -> float:
-        mask = np.asarray(mask, dtype=bool)
-        if mask.shape != (self.n,):
-            raise ValueError(f"a coalition mask must have shape ({self.n},), got {mask.shape}")
+        """Test accuracy of the k-NN vote of the coalition ``mask`` (shape ``(n,)``)."""
+        mask = _check_mask(mask, self.n)
         self.n_calls += 1
         if not mask.any():
             return 1.0 / self.n_classes
@@ -890,8 +1700,26 @@ class KNNUtility:
         return self.k * self.n + 1
 
     def values_along(self, orders: np.ndarray, batch: int = 128) -> np.ndarray:
-        """Accuracy after each prefix of each order, (m, n+1), by incremental top-k and vote updates."""
-        orders = np.atleast_2d(orders)
+        """Accuracy after each prefix of each order, by incremental top-k and vote updates.
+
+        Parameters
+        ----------
+        orders : int array, shape (m, n)
+            Permutations of the points.
+        batch : int
+            Orders processed together (memory ~ ``batch * T * n``).
+
+        Returns
+        -------
+        ndarray, shape (m, n+1)
+            Equal to calling the utility on every prefix.
+
+        References
+        ----------
+        .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), eq. 1 and Sec. 5.1.
+        """
+        orders = _check_orders(orders, self.n)
+        batch = _check_int(batch, "batch")
         m, n = orders.shape
         T, k, C = self.rank.shape[0], self.k, self.n_classes
         out = np.empty((m, n + 1))
@@ -930,28 +1758,50 @@ class CoalitionModelUtility:
     ``U(G) = score(model fitted on ⋃_{g∈G} data_g)``; ``U(∅) = empty_value``. Values are cached by
     coalition, so an exact computation over ``2**n_groups`` coalitions trains each model once.
 
+    A :class:`Utility`: called on one coalition mask of shape ``(n_groups,)``.
+
     Parameters
     ----------
     make_model : callable
         Returns a fresh scikit-learn estimator (``fit``/``score``).
     X, y : arrays
         Pooled training data; ``groups[i]`` is the provider/block of point ``i``.
+    groups : int array (len(y),)
+        Group of each point, ``0 .. n_groups-1``.
     X_test, y_test : arrays
+        Test set for ``score``.
     empty_value : float
+        ``U(∅)`` (finite).
+
+    References
+    ----------
+    .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), Sec. 5.1 (providers valued by retraining).
     """
 
     def __init__(self, make_model, X, y, groups, X_test, y_test, empty_value: float = 0.1):
-        self.make_model, self.X, self.y = make_model, X, np.asarray(y)
-        self.groups = np.asarray(groups, dtype=int)
+        if not callable(make_model):
+            raise TypeError(f"make_model must be a callable returning an estimator, got {type(make_model).__name__}")
+        X, X_test = _check_features(X, "X"), _check_features(X_test, "X_test")
+        g = np.asarray(groups)
+        if g.shape != (X.shape[0],) or g.dtype.kind not in "iu" or g.min() < 0:
+            raise ValueError(f"groups must hold one non-negative group index per row of X ({X.shape[0]}), got shape {g.shape}")
+        y = np.asarray(y)
+        if y.shape[:1] != (X.shape[0],) or np.asarray(y_test).shape[:1] != (X_test.shape[0],):
+            raise ValueError(f"y and y_test must have one entry per row of X and X_test, got {y.shape} and {np.shape(y_test)}")
+        if isinstance(empty_value, (bool, np.bool_)) or not isinstance(empty_value, (int, float, np.integer, np.floating)):
+            raise TypeError(f"empty_value={empty_value!r} must be a number")
+        if not math.isfinite(empty_value):
+            raise ValueError(f"empty_value={empty_value!r} must be finite")
+        self.make_model, self.X, self.y = make_model, X, y
+        self.groups = g.astype(int)
         self.n = int(self.groups.max()) + 1
         self.X_test, self.y_test, self.empty_value = X_test, y_test, float(empty_value)
         self.cache: dict[int, float] = {}
         self.n_fits = 0
 
-    def value(self, mask: np.ndarray) -> float:
-        mask = np.asarray(mask, dtype=bool)
-        if mask.shape != (self.n,):
-            raise ValueError(f"a coalition mask must have shape ({self.n},), got {mask.shape}")
+    def __call__(self, mask: np.ndarray) -> float:
+        """``U(G)`` of the coalition of groups ``mask`` (shape ``(n_groups,)``), cached."""
+        mask = _check_mask(mask, self.n)
         key = int(np.sum(mask.astype(np.int64) << np.arange(self.n)))
         if key not in self.cache:
             if not mask.any():
@@ -963,11 +1813,6 @@ class CoalitionModelUtility:
                 self.n_fits += 1
         return self.cache[key]
 
-    def __call__(self, masks: np.ndarray) -> np.ndarray:
-        """Vectorised interface for :func:`game_table`: masks (m, n) -> values (m,)."""
-        masks = np.atleast_2d(masks)
-        return np.array([self.value(mk) for mk in masks])
-
 
 def pairwise_discrepancy_trace(
     R: np.ndarray,
@@ -977,7 +1822,7 @@ def pairwise_discrepancy_trace(
     n_steps: int = 1000,
     every: int = 10,
     stop_below: float | None = None,
-    random_state=None,
+    random_state: RandomState = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Mixing diagnostic ``D_t = max_{i,j} |P_t(i before j) − P*(i before j)|`` (Sec. 6.1, App. D.1.1).
 
@@ -986,11 +1831,37 @@ def pairwise_discrepancy_trace(
     The empirical mixing time is the first ``t`` with ``D_t < 1/4``; with ``stop_below`` the run
     stops at the first recorded ``D_t`` under that level.
 
+    Parameters
+    ----------
+    R : ndarray of bool, shape (n, n)
+        Strict precedence closure (``n <= 24``: the exact ``P*`` needs :class:`PasvDP`).
+    lam : array (n,), optional
+        Positive weights; default equal.
+    n_chains : int
+        Chains (>= 1).
+    n_steps : int
+        Largest number of steps (>= 0).
+    every : int
+        Steps between records (>= 1).
+    stop_below : float, optional
+        Stop at the first record below this level.
+    random_state : int, Generator or None
+        Seed or generator of the sampler.
+
     Returns
     -------
     steps : int array (K,)
     D : float array (K,)
+
+    References
+    ----------
+    .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), Sec. 6.1, Fig. 8 and App. D.1.1.
     """
+    n_chains = _check_int(n_chains, "n_chains")
+    n_steps = _check_int(n_steps, "n_steps", low=0)
+    every = _check_int(every, "every")
+    if stop_below is not None and not (isinstance(stop_below, (int, float, np.integer, np.floating)) and math.isfinite(stop_below)):
+        raise ValueError(f"stop_below={stop_below!r} must be a finite number or None")
     exact = PasvDP(R, lam).precedence_probs()
     s = AdjacentSwapSampler(R, lam, n_chains=n_chains, init="topological", random_state=random_state)
     steps, D = [], []
@@ -1016,7 +1887,21 @@ def diabetes_dags() -> dict[str, np.ndarray]:
     ``"ordered partition"``: demographics first, ``{age, sex} ≺ {bmi, bp, s1..s6}`` (Frye et al.'s
     coarse form). ``"general DAG"``: a finer, illustrative causal guess: age, sex ≺ bmi, bp;
     bmi ≺ s5 (triglycerides), s6 (glucose); s1 (total cholesterol) ≺ s2 (LDL), s3 (HDL);
-    s2, s3 ≺ s4 (total/HDL ratio); bp ≺ s6. Returns closures indexed by :data:`DIABETES_FEATURES`.
+    s2, s3 ≺ s4 (total/HDL ratio); bp ≺ s6.
+
+    Parameters
+    ----------
+    None
+
+    Returns
+    -------
+    dict of str to ndarray of bool, shape (10, 10)
+        Closures indexed by :data:`DIABETES_FEATURES`.
+
+    References
+    ----------
+    .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), Sec. 5.2 and Fig. 6.
+    .. [2] C. Frye, C. Rowat, I. Feige, "Asymmetric Shapley values", NeurIPS 2020.
     """
     f = {name: i for i, name in enumerate(DIABETES_FEATURES)}
     op = ordered_partition_closure([[f["age"], f["sex"]], [f[x] for x in DIABETES_FEATURES[2:]]])
@@ -1040,23 +1925,43 @@ class ImputedFeatureUtility:
         Fitted model's ``predict``: (m, d) -> (m,).
     X_background : array (nb, d)
     X_eval, y_eval : arrays (ne, d), (ne,)
+        Evaluation rows and targets (the targets must vary).
     k : int
+        Neighbours used for the imputation, ``1 <= k <= nb``.
+
+    A :class:`Utility`: called on one feature mask of shape ``(d,)``.
+
+    References
+    ----------
+    .. [1] Lee et al., ICML 2026 (arXiv:2602.09326), Sec. 5.2 and App. F.1.
     """
 
     def __init__(self, predict, X_background, X_eval, y_eval, k: int = 20):
-        if not isinstance(k, (int, np.integer)) or k < 1:
+        if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"k={k!r} must be a positive integer")
+        if not callable(predict):
+            raise TypeError(f"predict must be callable (m, d) -> (m,), got {type(predict).__name__}")
+        Xb, Xe = _check_features(X_background, "X_background"), _check_features(X_eval, "X_eval")
+        if Xb.shape[1] != Xe.shape[1]:
+            raise ValueError(f"X_background and X_eval must have the same features, got {Xb.shape[1]} and {Xe.shape[1]}")
+        if k > Xb.shape[0]:
+            raise ValueError(f"k={k} exceeds the {Xb.shape[0]} background rows")
+        try:
+            ye = np.asarray(y_eval, dtype=float)
+        except (TypeError, ValueError):
+            raise TypeError(f"y_eval must be numeric, got {type(y_eval).__name__}") from None
+        if ye.shape != (Xe.shape[0],) or not np.all(np.isfinite(ye)) or np.var(ye) == 0:
+            raise ValueError(f"y_eval must be finite, of shape ({Xe.shape[0]},), and not constant (R² needs a variance)")
         self.predict, self.k = predict, int(k)
-        self.Xb, self.Xe, self.ye = np.asarray(X_background), np.asarray(X_eval), np.asarray(y_eval)
+        self.Xb, self.Xe, self.ye = Xb, Xe, ye
         sd = self.Xb.std(0)
         self.scale = np.where(sd > 0, sd, 1.0)
         self.n = self.Xb.shape[1]
         self.n_calls = 0
 
-    def value(self, mask: np.ndarray) -> float:
-        mask = np.asarray(mask, dtype=bool)
-        if mask.shape != (self.n,):
-            raise ValueError(f"a feature mask must have shape ({self.n},), got {mask.shape}")
+    def __call__(self, mask: np.ndarray) -> float:
+        """``U(S)``: R² of the imputed predictions for the feature coalition ``mask`` (shape ``(d,)``)."""
+        mask = _check_mask(mask, self.n, "a feature mask")
         self.n_calls += 1
         ne, nb = self.Xe.shape[0], self.Xb.shape[0]
         if mask.any():
@@ -1070,7 +1975,3 @@ class ImputedFeatureUtility:
         Z[:, :, mask] = self.Xe[:, None, mask]
         u = self.predict(Z.reshape(-1, self.n)).reshape(Z.shape[0], Z.shape[1]).mean(1)  # (ne,)
         return float(1.0 - np.mean((self.ye - u) ** 2) / np.var(self.ye))
-
-    def __call__(self, masks: np.ndarray) -> np.ndarray:
-        """masks (m, n) -> values (m,), for :func:`game_table`."""
-        return np.array([self.value(mk) for mk in np.atleast_2d(masks)])
