@@ -27,7 +27,8 @@ from icml26.best import (
     unbiased_pass_at_k,
     weight_matrix,
 )
-from icml26.best.evaluate import STAND_INS, Harness, ProfileModel, evaluate, full_prompt, oracle_answer_fn
+from icml26.best.harness import Harness
+from icml26.best.scoring import STAND_INS, ProfileModel, evaluate_model, full_prompt, oracle_answer_fn
 from icml26.best.programs import HAZARDS
 from icml26.best.tasks import TASK_NAMES, Task
 
@@ -323,6 +324,6 @@ def test_standard_solutions_score_dual_one_through_the_whole_pipeline():
     h = Harness()
     F = h.feasible(tasks[0])
     np.testing.assert_array_equal(F, monotone_closure(F))  # the feasible set is downward closed
-    res = evaluate(oracle_answer_fn(h, tasks), tasks, harness=h, n_generations=2)
+    res = evaluate_model(oracle_answer_fn(h, tasks), tasks, harness=h, n_generations=2)
     for key in ("dual1_time", "dual1_space", "dual1_comb", "dual10_comb", "pass1"):
         assert res[key] == pytest.approx(1.0), key

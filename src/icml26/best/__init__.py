@@ -2,12 +2,13 @@
 harness with resource limits, a small task suite (Mini-BEST) and stand-in "models".
 
 Submodules: :mod:`~icml26.best.metric` (the metric), :mod:`~icml26.best.harness` (run a
-program on a test case in its own process), :mod:`~icml26.best.tasks` and
-:mod:`~icml26.best.programs` (the suite), :mod:`~icml26.best.evaluate` (measure programs,
-evaluate any answer function, stand-in profile models).
+program on a test case in its own process; :class:`~icml26.best.harness.Harness` measures
+and caches programs), :mod:`~icml26.best.tasks` and
+:mod:`~icml26.best.programs` (the suite), :mod:`~icml26.best.scoring` (score any answer
+function with :func:`~icml26.best.scoring.evaluate_model`; stand-in profile models).
 """
 
-from .harness import CaseResult, ProgramRecord, memory_limit_table, run_case
+from .harness import CaseResult, Harness, ProgramRecord, memory_limit_table, run_case
 from .metric import (
     KINDS,
     closure_loop_reference,
@@ -25,6 +26,6 @@ from .tasks import CHARACTERS, SYSTEM_PROMPT, TASK_NAMES, Task, extract_code, ge
 __all__ = [
     "KINDS", "closure_loop_reference", "dual_at_k", "dual_score", "feasible_set", "monotone_closure",
     "plugin_pass_at_k", "subtask_pass_rate", "unbiased_pass_at_k", "weight_matrix",
-    "CaseResult", "ProgramRecord", "memory_limit_table", "run_case",
+    "CaseResult", "Harness", "ProgramRecord", "memory_limit_table", "run_case",
     "CHARACTERS", "SYSTEM_PROMPT", "TASK_NAMES", "Task", "extract_code", "get_task", "suite",
 ]

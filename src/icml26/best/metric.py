@@ -20,6 +20,7 @@ passes every test case of scale ``i`` under level ``j``'s memory limit. Then
 
 from __future__ import annotations
 
+import math
 from math import comb
 from typing import Literal
 
@@ -31,6 +32,8 @@ KINDS: tuple[str, ...] = ("time", "space", "comb")
 
 def _check_binary(P: np.ndarray, name: str = "P") -> np.ndarray:
     P = np.asarray(P)
+    if P.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be a binary array (bool or 0/1), got dtype {P.dtype}")
     if P.ndim < 2:
         raise ValueError(f"{name} must have at least 2 dimensions (..., n_scales, n_levels), got shape {P.shape}")
     if not np.all((P == 0) | (P == 1)):
@@ -51,6 +54,12 @@ def monotone_closure(P: np.ndarray) -> np.ndarray:
     Returns
     -------
     numpy.ndarray of bool, same shape; ``C <= P`` elementwise.
+
+    References
+    ----------
+    .. [1] A. Shen et al., "BEST: Benchmarking Efficiency in Space and Time for LLM-Generated
+       Code", ICML 2026.
+    .. [2] Co-author's public code, github.com/xwysyy/BEST: export_dual_at_k.py (the closure loop).
     """
     P = _check_binary(P)
     return np.minimum.accumulate(np.minimum.accumulate(P, axis=-2), axis=-1)
@@ -59,15 +68,34 @@ def monotone_closure(P: np.ndarray) -> np.ndarray:
 def weight_matrix(kind: Kind, *, tau: float = 1.2, sigma: float = 1.2, shape: tuple[int, int] = (3, 3)) -> np.ndarray:
     """Weights ``W_time = tau^i [j=0]``, ``W_space = sigma^j [i=0]``, ``W_comb = tau^i sigma^j``.
 
+    Parameters
+    ----------
+    kind : {"time", "space", "comb"}
+    tau, sigma : float
+        Weight bases along the scales and the space levels (finite, > 0; the authors' 1.2).
+    shape : (int, int)
+        ``(n_scales, n_levels)``, both >= 1.
+
     Returns
     -------
     numpy.ndarray, shape ``shape`` = (n_scales, n_levels)
+
+    References
+    ----------
+    .. [1] A. Shen et al., "BEST: Benchmarking Efficiency in Space and Time for LLM-Generated
+       Code", ICML 2026.
+    .. [2] Co-author's public code, github.com/xwysyy/BEST: process-data/dual_at_k.py (tau = sigma = 1.2).
     """
-    if kind not in KINDS:
+    if not isinstance(kind, str) or kind not in KINDS:
         raise ValueError(f"kind={kind!r}; use one of {KINDS}")
-    if not (tau > 0 and sigma > 0):
-        raise ValueError(f"tau={tau!r} and sigma={sigma!r} must be > 0")
-    n_i, n_j = shape
+    tau, sigma = _base(tau, "tau"), _base(sigma, "sigma")
+    if (
+        not isinstance(shape, tuple | list)
+        or len(shape) != 2
+        or any(isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1 for d in shape)
+    ):
+        raise ValueError(f"shape={shape!r} must be two positive integers (n_scales, n_levels)")
+    n_i, n_j = (int(d) for d in shape)
     ti = float(tau) ** np.arange(n_i)[:, None]  # (n_i, 1)
     sj = float(sigma) ** np.arange(n_j)[None, :]  # (1, n_j)
     if kind == "comb":
@@ -80,6 +108,32 @@ def weight_matrix(kind: Kind, *, tau: float = 1.2, sigma: float = 1.2, shape: tu
     return W
 
 
+def _base(x, name: str) -> float:
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name}={x!r} must be a number > 0")
+    if not (math.isfinite(x) and x > 0):
+        raise ValueError(f"{name}={x!r} must be finite and > 0")
+    return float(x)
+
+
+def _k(k) -> int:
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
+        raise TypeError(f"k={k!r} must be an integer >= 1")
+    if k < 1:
+        raise ValueError(f"k={k!r} must be >= 1")
+    return int(k)
+
+
+def _rates(A, name: str = "A") -> np.ndarray:
+    try:
+        A = np.asarray(A, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be an array of pass rates in [0, 1]") from None
+    if not np.all(np.isfinite(A)) or np.any((A < 0) | (A > 1)):
+        raise ValueError(f"{name} must lie in [0, 1] (no NaN)")
+    return A
+
+
 def subtask_pass_rate(P: np.ndarray, *, closure: bool = True) -> np.ndarray:
     """``A[i, j]``: the fraction of generations whose *closed* matrix passes cell ``(i, j)``.
 
@@ -88,6 +142,16 @@ def subtask_pass_rate(P: np.ndarray, *, closure: bool = True) -> np.ndarray:
     P : array of bool, shape (n_generations, n_scales, n_levels)
     closure : bool
         ``False`` skips the monotone closure (for comparison only; not the metric).
+
+    Returns
+    -------
+    numpy.ndarray, shape (n_scales, n_levels)
+
+    References
+    ----------
+    .. [1] A. Shen et al., "BEST: Benchmarking Efficiency in Space and Time for LLM-Generated
+       Code", ICML 2026.
+    .. [2] Co-author's public code, github.com/xwysyy/BEST: process-data/dual_at_k.py.
     """
     P = _check_binary(P)
     if P.ndim != 3 or P.shape[0] == 0:
@@ -96,17 +160,53 @@ def subtask_pass_rate(P: np.ndarray, *, closure: bool = True) -> np.ndarray:
 
 
 def plugin_pass_at_k(A: np.ndarray, k: int) -> np.ndarray:
-    """Plug-in pass@k of a pass rate: ``1 - (1 - A)^k`` (what the authors use for k = 10)."""
-    if int(k) < 1:
-        raise ValueError(f"k={k!r} must be >= 1")
-    A = np.asarray(A, dtype=float)
-    if np.any((A < 0) | (A > 1)):
-        raise ValueError("A must lie in [0, 1]")
-    return 1.0 - (1.0 - A) ** int(k)
+    """Plug-in pass@k of a pass rate: ``1 - (1 - A)^k`` (what the authors use for k = 10).
+
+    Parameters
+    ----------
+    A : array
+        Pass rates in ``[0, 1]``.
+    k : int
+        ``k >= 1``.
+
+    Returns
+    -------
+    numpy.ndarray, same shape as ``A``
+
+    References
+    ----------
+    .. [1] A. Shen et al., "BEST: Benchmarking Efficiency in Space and Time for LLM-Generated
+       Code", ICML 2026.
+    .. [2] Co-author's public code, github.com/xwysyy/BEST: process-data/dual_at_k.py.
+    """
+    k = _k(k)
+    A = _rates(A)
+    return 1.0 - (1.0 - A) ** k
 
 
 def unbiased_pass_at_k(n: int, c: int, k: int) -> float:
-    """Unbiased pass@k of Chen et al. (2021): ``1 - C(n - c, k) / C(n, k)`` (for comparison)."""
+    """Unbiased pass@k of Chen et al. (2021): ``1 - C(n - c, k) / C(n, k)`` (for comparison).
+
+    Parameters
+    ----------
+    n : int
+        Generations.
+    c : int
+        Correct generations, ``0 <= c <= n``.
+    k : int
+        ``1 <= k <= n``.
+
+    Returns
+    -------
+    float
+
+    References
+    ----------
+    .. [1] M. Chen et al., "Evaluating large language models trained on code", arXiv:2107.03374, 2021.
+    """
+    for name, v in (("n", n), ("c", c), ("k", k)):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{name}={v!r} must be an integer")
     if not (0 <= c <= n) or not (1 <= k <= n):
         raise ValueError(f"need 0 <= c <= n and 1 <= k <= n, got n={n}, c={c}, k={k}")
     return 1.0 - comb(n - c, k) / comb(n, k)
@@ -118,6 +218,16 @@ def feasible_set(std_P: np.ndarray) -> np.ndarray:
     Parameters
     ----------
     std_P : array of bool, shape (n_standards, n_scales, n_levels)
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (n_scales, n_levels)
+
+    References
+    ----------
+    .. [1] A. Shen et al., "BEST: Benchmarking Efficiency in Space and Time for LLM-Generated
+       Code", ICML 2026.
+    .. [2] Co-author's public code, github.com/xwysyy/BEST: export_dual_at_k.py (OR of the standard solutions).
     """
     std_P = _check_binary(std_P, "std_P")
     if std_P.ndim != 3 or std_P.shape[0] == 0:
@@ -130,8 +240,28 @@ def dual_score(A: np.ndarray, feasible: np.ndarray, kind: Kind, *, tau: float = 
 
     Raises ``ValueError`` when no feasible cell carries weight (the authors' code would
     divide by zero).
+
+    Parameters
+    ----------
+    A : array, shape (n_scales, n_levels)
+        (Plug-in) pass rates in ``[0, 1]``.
+    feasible : array of bool, same shape
+        The feasible set.
+    kind : {"time", "space", "comb"}
+    tau, sigma : float
+        Weight bases.
+
+    Returns
+    -------
+    float
+
+    References
+    ----------
+    .. [1] A. Shen et al., "BEST: Benchmarking Efficiency in Space and Time for LLM-Generated
+       Code", ICML 2026.
+    .. [2] Co-author's public code, github.com/xwysyy/BEST: process-data/dual_at_k.py.
     """
-    A = np.asarray(A, dtype=float)
+    A = _rates(A)
     F = _check_binary(feasible, "feasible")
     if A.shape != F.shape:
         raise ValueError(f"A has shape {A.shape}, feasible {F.shape}")
@@ -158,11 +288,21 @@ def dual_at_k(
     closure : bool
         ``False`` skips the monotone closure (for comparison only).
 
+    tau, sigma : float
+        Weight bases (finite, > 0).
+
     Returns
     -------
     dict
         ``{"time", "space", "comb", "pass"}``.
+
+    References
+    ----------
+    .. [1] A. Shen et al., "BEST: Benchmarking Efficiency in Space and Time for LLM-Generated
+       Code", ICML 2026.
+    .. [2] Co-author's public code, github.com/xwysyy/BEST: export_dual_at_k.py and process-data/dual_at_k.py.
     """
+    k = _k(k)
     A = subtask_pass_rate(P, closure=closure)
     Ak = plugin_pass_at_k(A, k)
     out = {kind: dual_score(Ak, feasible, kind, tau=tau, sigma=sigma) for kind in KINDS}
@@ -171,7 +311,22 @@ def dual_at_k(
 
 
 def closure_loop_reference(P: np.ndarray) -> np.ndarray:
-    """The authors' in-place loop, written out (used as the oracle in the tests)."""
+    """The authors' in-place loop, written out (used as the oracle in the tests).
+
+    Parameters
+    ----------
+    P : array of bool, shape (..., n_scales, n_levels)
+
+    Returns
+    -------
+    numpy.ndarray of bool, same shape
+
+    References
+    ----------
+    .. [1] A. Shen et al., "BEST: Benchmarking Efficiency in Space and Time for LLM-Generated
+       Code", ICML 2026.
+    .. [2] Co-author's public code, github.com/xwysyy/BEST: export_dual_at_k.py.
+    """
     C = _check_binary(P).copy()
     *_, n_i, n_j = C.shape
     for i in range(n_i):

@@ -12,6 +12,7 @@ the largest scale at the requested space level.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .._common import RandomState, seed_from
 from . import programs
 
 MOD = 10**9 + 7
@@ -45,6 +47,19 @@ class Task:
     reference : callable ``(**kwargs) -> answer``
     standards, candidates : dict of str to str
         Program sources by name / by character.
+    cases_per_scale : int
+        Test cases per scale.
+
+    Parameters
+    ----------
+    As the attributes; the scales must increase, the limits be finite and positive, and
+    ``memory_kb`` have one row per scale.
+
+    References
+    ----------
+    .. [1] A. Shen et al., "BEST: Benchmarking Efficiency in Space and Time for LLM-Generated
+       Code", ICML 2026.
+    .. [2] Co-author's public code, github.com/xwysyy/BEST: init/ (task format: statement, scales, limits, std/ solutions).
     """
 
     name: str
@@ -62,6 +77,35 @@ class Task:
     candidates: dict[str, str] = field(default_factory=dict)
     cases_per_scale: int = 3
 
+    def __post_init__(self) -> None:
+        for name in ("name", "title", "category", "difficulty", "statement", "signature"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"Task.{name} must be a str, got {type(getattr(self, name)).__name__}")
+        sc = self.scales
+        if (
+            not isinstance(sc, tuple | list)
+            or not sc
+            or any(isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1 for n in sc)
+            or any(a >= b for a, b in zip(sc, sc[1:]))
+        ):
+            raise ValueError(f"Task.scales={sc!r} must be increasing positive integers")
+        tl = self.time_limit_ms
+        if isinstance(tl, bool) or not isinstance(tl, (int, float, np.integer, np.floating)) or not (math.isfinite(tl) and tl > 0):
+            raise ValueError(f"Task.time_limit_ms={tl!r} must be a finite number > 0")
+        try:
+            mem = np.asarray(self.memory_kb, dtype=float)
+        except (TypeError, ValueError):
+            raise TypeError("Task.memory_kb must be a table of numbers (n_scales, n_levels)") from None
+        if mem.ndim != 2 or mem.shape[0] != len(sc) or mem.shape[1] < 1 or not np.all(np.isfinite(mem)) or np.any(mem <= 0):
+            raise ValueError(f"Task.memory_kb must be a ({len(sc)}, n_levels) table of finite positive KB, got shape {mem.shape}")
+        if not (callable(self.make_input) and callable(self.reference)):
+            raise TypeError("Task.make_input and Task.reference must be callables")
+        if not isinstance(self.standards, dict) or not self.standards:
+            raise ValueError("Task.standards must be a non-empty dict of standard solutions")
+        c = self.cases_per_scale
+        if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 1:
+            raise ValueError(f"Task.cases_per_scale={c!r} must be a positive integer")
+
     @property
     def memory_table(self) -> np.ndarray:
         """Memory limits as an array, shape (n_scales, n_levels)."""
@@ -69,10 +113,30 @@ class Task:
 
     @property
     def n_levels(self) -> int:
+        """Number of space levels."""
         return self.memory_table.shape[1]
 
-    def cases(self, seed: int = 0) -> list[list[tuple[dict[str, Any], Any]]]:
-        """Test cases ``[scale][case] = (kwargs, expected)``, deterministic in ``seed``."""
+    def cases(self, random_state: RandomState = 0) -> list[list[tuple[dict[str, Any], Any]]]:
+        """Test cases, deterministic in ``random_state``.
+
+        Parameters
+        ----------
+        random_state : int, Generator or None
+            An int seeds the generators as it is (with the task name, scale and case); a
+            generator or ``None`` contributes one drawn seed.
+
+        Returns
+        -------
+        list
+            ``[scale][case] = (kwargs, expected)``.
+
+        References
+        ----------
+        .. [1] A. Shen et al., "BEST: Benchmarking Efficiency in Space and Time for LLM-Generated
+           Code", ICML 2026.
+        .. [2] Co-author's public code, github.com/xwysyy/BEST: init/ (one generator per scale).
+        """
+        seed = seed_from(random_state)
         key = int(hashlib.sha256(self.name.encode()).hexdigest()[:8], 16)
         out = []
         for i, n in enumerate(self.scales):
@@ -85,7 +149,25 @@ class Task:
         return out
 
     def prompt(self, level: int) -> str:
-        """The user prompt for space level ``level`` (0 = loosest)."""
+        """The user prompt for space level ``level`` (0 = loosest).
+
+        Parameters
+        ----------
+        level : int
+            ``0 .. n_levels - 1``.
+
+        Returns
+        -------
+        str
+
+        References
+        ----------
+        .. [1] A. Shen et al., "BEST: Benchmarking Efficiency in Space and Time for LLM-Generated
+           Code", ICML 2026.
+        .. [2] Co-author's public code, github.com/xwysyy/BEST: ask.py (@data, @time_limit, @memory_limit).
+        """
+        if isinstance(level, (bool, np.bool_)) or not isinstance(level, (int, np.integer)):
+            raise TypeError(f"level={level!r} must be an integer space level")
         if not 0 <= level < self.n_levels:
             raise ValueError(f"level={level!r}; use 0..{self.n_levels - 1}")
         text = self.statement.replace("@data", f"{self.scales[-1]:,}")
@@ -121,6 +203,21 @@ def extract_code(answer: str) -> str:
 
     Falls back to the text from the last ``class Solution`` to the end, then to the
     whole answer (the authors' ``cut_code`` keeps the last block holding ``Solution``).
+
+    Parameters
+    ----------
+    answer : str
+        A model's answer text.
+
+    Returns
+    -------
+    str
+
+    References
+    ----------
+    .. [1] A. Shen et al., "BEST: Benchmarking Efficiency in Space and Time for LLM-Generated
+       Code", ICML 2026.
+    .. [2] Co-author's public code, github.com/xwysyy/BEST: cut_code.
     """
     if not isinstance(answer, str):
         raise TypeError(f"an answer must be a str, got {type(answer).__name__}")
@@ -330,12 +427,48 @@ CHARACTERS: tuple[str, ...] = ("time_hungry", "space_slow", "brute", "buggy")
 
 
 def get_task(name: str) -> Task:
-    """The Mini-BEST task called ``name`` (one of :data:`TASK_NAMES`)."""
+    """The Mini-BEST task called ``name`` (one of :data:`TASK_NAMES`).
+
+    Parameters
+    ----------
+    name : str
+
+    Returns
+    -------
+    Task
+
+    References
+    ----------
+    .. [1] A. Shen et al., "BEST: Benchmarking Efficiency in Space and Time for LLM-Generated
+       Code", ICML 2026.
+    .. [2] Co-author's public code, github.com/xwysyy/BEST: init/ (the task format).
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"a task name must be a str, got {type(name).__name__}; use one of {TASK_NAMES}")
     if name not in _FACTORIES:
         raise ValueError(f"unknown task {name!r}; use one of {TASK_NAMES}")
     return _FACTORIES[name]()
 
 
 def suite(names: tuple[str, ...] | list[str] | None = None) -> list[Task]:
-    """The tasks called ``names`` (default: all of :data:`TASK_NAMES`)."""
+    """The tasks called ``names`` (default: all of :data:`TASK_NAMES`).
+
+    Parameters
+    ----------
+    names : sequence of str, optional
+
+    Returns
+    -------
+    list of Task
+
+    References
+    ----------
+    .. [1] A. Shen et al., "BEST: Benchmarking Efficiency in Space and Time for LLM-Generated
+       Code", ICML 2026.
+    .. [2] Co-author's public code, github.com/xwysyy/BEST: init/ (the task format).
+    """
+    if isinstance(names, (str, bytes)):
+        raise TypeError(f"names must be a list of task names, got the string {names!r}; wrap it in a list")
+    if names is not None and not isinstance(names, tuple | list):
+        raise TypeError(f"names must be a list of task names or None, got {type(names).__name__}")
     return [get_task(n) for n in (TASK_NAMES if names is None else names)]
