@@ -311,3 +311,37 @@ def test_paired_sign_test_against_enumeration():
     assert B.paired_sign_test(a, a)[2] == 1.0
     with pytest.raises(ValueError, match="equal shapes"):
         B.paired_sign_test(a, b[:3])
+
+
+# ---------------------------------------------------------------- ot_map at tiny scales (issue #9)
+
+
+def test_ot_map_tiny_covariances_issue_example():
+    # C1 positive definite with eigenvalues below 1e-10: the map must still be sqrt(c2 / c1)
+    C1, C2 = np.diag([2e-11, 5e-11]), np.diag([4e-11, 1e-11])
+    A, b = B.ot_map(np.zeros(2), C1, np.zeros(2), C2)
+    np.testing.assert_allclose(A, np.diag([np.sqrt(2.0), np.sqrt(0.2)]), rtol=1e-10, atol=0)
+    np.testing.assert_allclose(np.diag(A), [1.414, 0.447], atol=5e-4)
+    np.testing.assert_allclose(A @ C1 @ A, C2, rtol=1e-9, atol=0)
+    np.testing.assert_allclose(b, 0.0, atol=0)
+
+
+@pytest.mark.parametrize("c", [1e-14, 1e-11, 1e-6, 1.0, 1e4, 1e9])
+def test_ot_map_is_scale_equivariant_and_pushes_c1_onto_c2(c):
+    rng = np.random.default_rng(30)
+    d = 4
+    m1, m2 = rng.standard_normal((2, 3, d))
+    C1, C2 = rand_spd(rng, 3, d), rand_spd(rng, 3, d)
+    A_ref, _ = B.ot_map(m1, C1, m2, C2)
+    A, _ = B.ot_map(m1, c * C1, m2, c * C2)
+    np.testing.assert_allclose(A, A_ref, rtol=1e-7, atol=1e-9)  # A(cC1, cC2) = A(C1, C2)
+    np.testing.assert_allclose(A @ (c * C1) @ A, c * C2, rtol=1e-7, atol=1e-9 * c)  # A C1 A = C2
+
+
+def test_capacity_threshold_rejects_mismatched_lengths():
+    with pytest.raises(ValueError, match="one rate per grid point"):
+        B.capacity_threshold([4, 8, 16], [1.0, 1.0])
+    with pytest.raises(ValueError, match="increasing"):
+        B.capacity_threshold([8, 4], [1.0, 1.0])
+    # the censored case: the curve never drops, the breaking point is the grid's end (a lower bound)
+    assert B.capacity_threshold([4, 8, 16], [1.0, 1.0, 0.95]) == 16

@@ -36,9 +36,12 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass
+from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import logsumexp
+
+from ._common import check_random_state
 
 __all__ = [
     "check_gaussians",
@@ -88,14 +91,29 @@ def check_gaussians(means, covs, *, name: str = "covs", psd_tol: float = 1e-9) -
         A covariance is rejected when its smallest eigenvalue is below ``-psd_tol * max(1, ||C||)``
         or when it is asymmetric beyond ``1e-8 * max(1, ||C||)``.
 
+    Returns
+    -------
+    means : numpy.ndarray (..., d)
+    covs : numpy.ndarray (..., d, d)
+        The inputs as float64 arrays (not copied when they already are).
+
     Raises
     ------
     ValueError
         On a wrong shape, a non-finite entry, an asymmetric or a non-PSD covariance; the message
         names the offending index and the smallest eigenvalue.
+    TypeError
+        When an input cannot be read as a float array.
+
+    References
+    ----------
+    C. Tankala, K. Balasubramanian, "Dense Associative Memory for Gaussian Distributions", ICML 2026,
+    arXiv:2509.23162, Sec. 2 (Gaussians as patterns); authors' code: https://github.com/chandantankala/DDAM.
     """
-    m = np.asarray(means, dtype=float)
-    c = np.asarray(covs, dtype=float)
+    if not isinstance(psd_tol, Real) or not np.isfinite(psd_tol) or psd_tol < 0:
+        raise ValueError(f"psd_tol={psd_tol!r} must be a finite number >= 0")
+    m = _float_array(means, "means")
+    c = _float_array(covs, name)
     if m.ndim < 1:
         raise ValueError("means must have shape (..., d), got a scalar; pass e.g. np.zeros(d)")
     d = m.shape[-1]
@@ -131,10 +149,65 @@ def check_gaussians(means, covs, *, name: str = "covs", psd_tol: float = 1e-9) -
     return m, c
 
 
+def _float_array(x, name: str) -> np.ndarray:
+    """``x`` as a float64 array, or a TypeError naming ``name`` (strings, objects, complex numbers)."""
+    try:
+        a = np.asarray(x)
+    except (TypeError, ValueError) as exc:  # ragged nested lists
+        raise TypeError(f"{name} must be a numeric array, got {type(x).__name__} ({exc})") from None
+    if a.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be a real numeric array, got dtype {a.dtype} ({type(x).__name__})")
+    return a.astype(float, copy=False)
+
+
 def _check_beta(beta: float) -> float:
+    if isinstance(beta, (bool, np.bool_)) or not isinstance(beta, Real):
+        raise TypeError(f"beta={beta!r} must be a real number, got {type(beta).__name__}")
     if not np.isfinite(beta) or beta <= 0:
         raise ValueError(f"beta={beta!r} is not valid; the inverse temperature must be a finite number > 0")
     return float(beta)
+
+
+def _check_int(value, name: str, minimum: int = 1) -> int:
+    """``value`` as an int >= ``minimum`` (integral floats such as 3.0 are accepted)."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name}={value!r} must be an integer >= {minimum}, got a bool")
+    if isinstance(value, Integral):
+        v = int(value)
+    elif isinstance(value, Real) and np.isfinite(value) and float(value).is_integer():
+        v = int(value)
+    elif isinstance(value, Real):
+        raise ValueError(f"{name}={value!r} must be an integer >= {minimum}")
+    else:
+        raise TypeError(f"{name}={value!r} must be an integer >= {minimum}, got {type(value).__name__}")
+    if v < minimum:
+        raise ValueError(f"{name}={value!r} must be an integer >= {minimum}")
+    return v
+
+
+def _check_real(value, name: str, *, low: float | None = None, high: float | None = None,
+                low_open: bool = False) -> float:
+    """``value`` as a finite float in ``[low, high]`` (``(low, high]`` with ``low_open``)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real):
+        raise TypeError(f"{name}={value!r} must be a real number, got {type(value).__name__}")
+    v = float(value)
+    lo_bad = low is not None and (v <= low if low_open else v < low)
+    if not np.isfinite(v) or lo_bad or (high is not None and v > high):
+        lo = "" if low is None else (f"> {low:g}" if low_open else f">= {low:g}")
+        hi = "" if high is None else f"<= {high:g}"
+        raise ValueError(f"{name}={value!r} must be a finite number {' and '.join(x for x in (lo, hi) if x)}".rstrip())
+    return v
+
+
+def _check_dist_sq(dist_sq) -> np.ndarray:
+    d = _float_array(dist_sq, "dist_sq")
+    if d.ndim < 1 or d.shape[-1] == 0:
+        raise ValueError(f"dist_sq must have shape (..., N) with N >= 1 stored patterns, got shape {d.shape}")
+    if np.isnan(d).any() or np.isneginf(d).any() or (d < 0).any():
+        raise ValueError("dist_sq must hold squared distances: no NaN, no negative values")
+    if np.isinf(d).all(axis=-1).any():
+        raise ValueError("dist_sq has a row where every distance is infinite; the Gibbs weights are undefined")
+    return d
 
 
 # --------------------------------------------------------------------------- matrix functions
@@ -153,13 +226,32 @@ def sqrtm_psd(c: np.ndarray, *, inverse: bool = False, floor: float = 0.0) -> np
     Parameters
     ----------
     c : array (..., d, d)
+        Symmetric positive semi-definite matrices (only the symmetric part is used).
     inverse : bool
-        Return :math:`C^{-1/2}` instead (then ``floor`` should be > 0).
+        Return :math:`C^{-1/2}` instead (then ``floor`` must be > 0).
     floor : float
-        Lower clip of the eigenvalues.
+        Lower clip of the eigenvalues (>= 0).
+
+    Returns
+    -------
+    numpy.ndarray (..., d, d)
+        Symmetric :math:`C^{1/2}` (or :math:`C^{-1/2}`).
+
+    References
+    ----------
+    C. Tankala, K. Balasubramanian, "Dense Associative Memory for Gaussian Distributions", ICML 2026,
+    arXiv:2509.23162, Sec. 3 (the matrix square roots of the transport map); authors' code: https://github.com/chandantankala/DDAM.
     """
+    floor = _check_real(floor, "floor", low=0.0)
+    if inverse and floor <= 0:
+        raise ValueError("inverse=True needs floor > 0 (the inverse square root of a singular matrix is undefined)")
+    c = _float_array(c, "c")
+    if c.ndim < 2 or c.shape[-1] != c.shape[-2] or c.shape[-1] == 0:
+        raise ValueError(f"c must have shape (..., d, d) with d >= 1, got {c.shape}")
+    if not np.all(np.isfinite(c)):
+        raise ValueError("c must be finite (found NaN or inf)")
     lam, v = np.linalg.eigh(_sym(c))  # (..., d), (..., d, d)
-    lam = np.maximum(lam, max(floor, 0.0))
+    lam = np.maximum(lam, floor)
     f = 1.0 / np.sqrt(lam) if inverse else np.sqrt(lam)
     return _sym((v * f[..., None, :]) @ np.swapaxes(v, -1, -2))
 
@@ -180,13 +272,22 @@ def bures_wasserstein_distance(m1, C1, m2, C2, *, squared: bool = False, validat
     Parameters
     ----------
     m1, m2 : array (..., d)
+        Means (broadcast against each other).
     C1, C2 : array (..., d, d)
+        Covariances, symmetric PSD.
     squared : bool
         Return :math:`W_2^2` instead of :math:`W_2`.
+    validate : bool
+        Check shapes, finiteness and PSD-ness first (switch off only for inputs already checked).
 
     Returns
     -------
-    array (...,)
+    numpy.ndarray (...,)
+
+    References
+    ----------
+    C. Tankala, K. Balasubramanian, "Dense Associative Memory for Gaussian Distributions", ICML 2026,
+    arXiv:2509.23162, eq. (1); authors' code: https://github.com/chandantankala/DDAM.
     """
     if validate:
         m1, C1 = check_gaussians(m1, C1, name="C1")
@@ -206,13 +307,24 @@ def pairwise_bw_sq(m1, C1, m2, C2, *, validate: bool = True) -> np.ndarray:
 
     Parameters
     ----------
-    m1 : array (Q, d); C1 : array (Q, d, d)
-    m2 : array (N, d); C2 : array (N, d, d)
+    m1 : array (Q, d)
+    C1 : array (Q, d, d)
+        The first batch of Gaussians (queries).
+    m2 : array (N, d)
+    C2 : array (N, d, d)
+        The second batch (stored patterns).
+    validate : bool
+        Check the inputs first.
 
     Returns
     -------
-    array (Q, N)
+    numpy.ndarray (Q, N)
         Computed in blocks of queries so that memory stays bounded; one batched ``eigvalsh``.
+
+    References
+    ----------
+    C. Tankala, K. Balasubramanian, "Dense Associative Memory for Gaussian Distributions", ICML 2026,
+    arXiv:2509.23162, eq. (1); authors' code: https://github.com/chandantankala/DDAM.
     """
     if validate:
         m1, C1 = check_gaussians(m1, C1, name="C1")
@@ -246,18 +358,50 @@ def ot_map(m1, C1, m2, C2, *, validate: bool = True) -> tuple[np.ndarray, np.nda
     equal to the paper's :math:`A_i=\Sigma_i^{1/2}(\Sigma_i^{1/2}\Omega\Sigma_i^{1/2})^{-1/2}\Sigma_i^{1/2}`
     when both covariances are positive definite (Sec. 3 of [1]_). ``C1`` must be positive definite.
 
+    :math:`C_1^{1/2}` and :math:`C_1^{-1/2}` come from one eigendecomposition of :math:`C_1`, with no
+    absolute eigenvalue floor, so that :math:`A C_1 A = C_2` holds at every scale and
+    :math:`A(cC_1, cC_2) = A(C_1, C_2)` for :math:`c > 0`. (An earlier version floored the eigenvalues
+    at ``1e-10`` in the inverse root only, which broke both for covariances below that scale.)
+    Eigenvalues below ``1e-15`` times the largest one (numerically singular input, reachable only with
+    ``validate=False``) are raised to that level in both roots alike.
+
+    Parameters
+    ----------
+    m1, m2 : array (..., d)
+        Means of the source and the target.
+    C1, C2 : array (..., d, d)
+        Covariances; ``C1`` positive definite, ``C2`` positive semi-definite.
+    validate : bool
+        Check the inputs first (including that ``C1`` is positive definite).
+
     Returns
     -------
-    A : array (..., d, d) symmetric positive semi-definite
-    b : array (..., d)
+    A : numpy.ndarray (..., d, d)
+        Symmetric positive semi-definite linear part.
+    b : numpy.ndarray (..., d)
+        Offset.
+
+    References
+    ----------
+    C. Tankala, K. Balasubramanian, "Dense Associative Memory for Gaussian Distributions", ICML 2026,
+    arXiv:2509.23162, Sec. 3 (the maps A_i of the update); authors' code: https://github.com/chandantankala/DDAM.
     """
     if validate:
         m1, C1 = check_gaussians(m1, C1, name="C1")
         m2, C2 = check_gaussians(m2, C2, name="C2")
-        if np.any(np.linalg.eigvalsh(C1)[..., 0] <= 0):
-            raise ValueError("C1 must be positive definite for the OT map from N(m1, C1) to exist")
-    s1 = sqrtm_psd(C1)
-    s1i = sqrtm_psd(C1, inverse=True, floor=EIG_FLOOR)
+        if m1.shape[-1] != m2.shape[-1]:
+            raise ValueError(f"dimension mismatch: d={m1.shape[-1]} vs d={m2.shape[-1]}")
+        lam1 = np.linalg.eigvalsh(C1)
+        if np.any(lam1[..., 0] <= 0):
+            raise ValueError(
+                f"C1 must be positive definite for the OT map from N(m1, C1) to exist; smallest eigenvalue "
+                f"{lam1[..., 0].min():.3g}"
+            )
+    lam, V = np.linalg.eigh(_sym(C1))  # (..., d), (..., d, d)
+    lam = np.maximum(lam, 1e-15 * np.maximum(lam[..., -1:], np.finfo(float).tiny))  # relative: scale-equivariant
+    Vt = np.swapaxes(V, -1, -2)
+    s1 = (V * np.sqrt(lam)[..., None, :]) @ Vt  # C1^{1/2}
+    s1i = (V / np.sqrt(lam)[..., None, :]) @ Vt  # C1^{-1/2}, from the same eigenvalues
     A = _sym(s1i @ sqrtm_psd(s1 @ C2 @ s1) @ s1i)
     b = m2 - (A @ m1[..., None])[..., 0]
     return A, b
@@ -272,26 +416,45 @@ def energy(dist_sq: np.ndarray, beta: float) -> np.ndarray:
     Parameters
     ----------
     dist_sq : array (..., N)
-        :math:`W_2^2(X_i, \xi)` for each stored pattern (last axis).
+        :math:`W_2^2(X_i, \xi)` for each stored pattern (last axis), >= 0.
     beta : float > 0
+        Inverse temperature.
 
     Returns
     -------
-    array (...,)
+    numpy.ndarray (...,)
+
+    References
+    ----------
+    C. Tankala, K. Balasubramanian, "Dense Associative Memory for Gaussian Distributions", ICML 2026,
+    arXiv:2509.23162, Sec. 3 (the energy); authors' code: https://github.com/chandantankala/DDAM.
     """
     beta = _check_beta(beta)
-    return -logsumexp(-beta * np.asarray(dist_sq, dtype=float), axis=-1) / beta
+    return -logsumexp(-beta * _check_dist_sq(dist_sq), axis=-1) / beta
 
 
 def gibbs_weights(dist_sq: np.ndarray, beta: float) -> np.ndarray:
     r"""Gibbs (softmax) weights :math:`w_i=\exp(-\beta d_i)/\sum_j\exp(-\beta d_j)`, stable in log space.
 
+    Parameters
+    ----------
+    dist_sq : array (..., N)
+        Squared distances to the stored patterns (last axis), >= 0.
+    beta : float > 0
+        Inverse temperature.
+
     Returns
     -------
-    array (..., N), rows summing to 1.
+    numpy.ndarray (..., N)
+        Rows summing to 1.
+
+    References
+    ----------
+    C. Tankala, K. Balasubramanian, "Dense Associative Memory for Gaussian Distributions", ICML 2026,
+    arXiv:2509.23162, Algorithm 1; authors' code: https://github.com/chandantankala/DDAM.
     """
     beta = _check_beta(beta)
-    z = -beta * np.asarray(dist_sq, dtype=float)
+    z = -beta * _check_dist_sq(dist_sq)
     return np.exp(z - logsumexp(z, axis=-1, keepdims=True))
 
 
@@ -344,13 +507,18 @@ def phi_step(means, covs, mus, Sigmas, beta: float, *, weights=None, validate: b
 
     Parameters
     ----------
-    means : array (Q, d) or (d,); covs : array (Q, d, d) or (d, d)
+    means : array (Q, d) or (d,)
+    covs : array (Q, d, d) or (d, d)
         Queries :math:`\xi=\mathcal N(m,\Omega)`.
-    mus : array (N, d); Sigmas : array (N, d, d)
+    mus : array (N, d)
+    Sigmas : array (N, d, d)
         Stored patterns.
     beta : float > 0
+        Inverse temperature.
     weights : array (Q, N) or (N,), optional
-        Fixed weights instead of the Gibbs weights.
+        Fixed weights instead of the Gibbs weights (non-negative, rows summing to 1).
+    validate : bool
+        Check the inputs first.
 
     Returns
     -------
@@ -358,6 +526,11 @@ def phi_step(means, covs, mus, Sigmas, beta: float, *, weights=None, validate: b
     dist_sq : array (Q, N) (or (N,))
         :math:`W_2^2(X_i,\xi)` at the *input* state (so ``energy(dist_sq, beta)`` is :math:`E(\xi)`).
     weights : array (Q, N) (or (N,))
+
+    References
+    ----------
+    C. Tankala, K. Balasubramanian, "Dense Associative Memory for Gaussian Distributions", ICML 2026,
+    arXiv:2509.23162, Algorithm 1; authors' code: https://github.com/chandantankala/DDAM.
     """
     beta = _check_beta(beta)
     single = np.ndim(means) == 1
@@ -371,6 +544,8 @@ def phi_step(means, covs, mus, Sigmas, beta: float, *, weights=None, validate: b
     w = None if weights is None else np.atleast_2d(np.asarray(weights, dtype=float))
     if w is not None and w.shape != (m.shape[0], mus.shape[0]):
         raise ValueError(f"weights must have shape {(m.shape[0], mus.shape[0])}, got {w.shape}")
+    if w is not None and (not np.all(np.isfinite(w)) or np.any(w < 0) or not np.allclose(w.sum(1), 1.0, atol=1e-8)):
+        raise ValueError("weights must be finite, non-negative, and sum to 1 over the stored patterns")
     outs = [[], [], [], []]
     N, d = mus.shape
     step = max(1, _CHUNK_ELEMS // max(1, N * d * d))
@@ -408,6 +583,19 @@ class RetrievalResult:
     path_covs: np.ndarray
     path_energy: np.ndarray | None
 
+    def __post_init__(self) -> None:
+        m, c = np.asarray(self.means), np.asarray(self.covs)
+        if m.ndim != 2 or c.shape != m.shape + (m.shape[1],):
+            raise ValueError(f"means must have shape (Q, d) and covs (Q, d, d), got {m.shape} and {c.shape}")
+        if np.shape(self.n_iter) != (m.shape[0],):
+            raise ValueError(f"n_iter must have shape ({m.shape[0]},), got {np.shape(self.n_iter)}")
+        pm, pc = np.asarray(self.path_means), np.asarray(self.path_covs)
+        if pm.ndim != 3 or pm.shape[1:] != m.shape or pc.shape != pm.shape + (m.shape[1],):
+            raise ValueError(f"path_means must have shape (T+1, {m.shape[0]}, {m.shape[1]}) and path_covs "
+                             f"(T+1, {m.shape[0]}, {m.shape[1]}, {m.shape[1]}), got {pm.shape} and {pc.shape}")
+        if self.path_energy is not None and np.shape(self.path_energy) != pm.shape[:2]:
+            raise ValueError(f"path_energy must have shape {pm.shape[:2]}, got {np.shape(self.path_energy)}")
+
 
 def retrieve(means, covs, mus, Sigmas, beta: float, *, max_iter: int = 10, tol: float = 1e-6,
              track_energy: bool = False, validate: bool = True) -> RetrievalResult:
@@ -418,26 +606,41 @@ def retrieve(means, covs, mus, Sigmas, beta: float, *, max_iter: int = 10, tol: 
 
     Parameters
     ----------
-    means : array (Q, d); covs : array (Q, d, d)
-    mus : array (N, d); Sigmas : array (N, d, d)
+    means : array (Q, d)
+    covs : array (Q, d, d)
+        Queries.
+    mus : array (N, d)
+    Sigmas : array (N, d, d)
+        Stored patterns.
     beta : float > 0
+        Inverse temperature.
     max_iter : int >= 1
+        Maximum number of steps.
     tol : float >= 0
+        Stop a query once :math:`W_2(\xi_t,\xi_{t+1})<` ``tol``.
     track_energy : bool
         Also compute :math:`E(\xi_t)` at every state of the path (one more batched distance call).
+    validate : bool
+        Check the inputs first.
 
     Returns
     -------
     RetrievalResult
+
+    References
+    ----------
+    C. Tankala, K. Balasubramanian, "Dense Associative Memory for Gaussian Distributions", ICML 2026,
+    arXiv:2509.23162, Algorithm 1; authors' code: https://github.com/chandantankala/DDAM.
     """
     beta = _check_beta(beta)
-    if int(max_iter) != max_iter or max_iter < 1:
-        raise ValueError(f"max_iter={max_iter!r} must be an integer >= 1")
-    if not np.isfinite(tol) or tol < 0:
-        raise ValueError(f"tol={tol!r} must be a finite number >= 0")
+    max_iter = _check_int(max_iter, "max_iter")
+    tol = _check_real(tol, "tol", low=0.0)
     if validate:
         means, covs = check_gaussians(means, covs, name="covs")
         mus, Sigmas = check_gaussians(mus, Sigmas, name="Sigmas")
+        if mus.ndim != 2 or np.ndim(means) not in (1, 2) or mus.shape[1] != np.shape(means)[-1]:
+            raise ValueError(f"retrieve needs queries of shape (Q, d) and stored means of shape (N, d), "
+                             f"got {np.shape(means)} and {mus.shape}")
     m = np.array(np.atleast_2d(means), dtype=float)
     Om = np.array(covs, dtype=float).reshape(m.shape + (m.shape[-1],))
     Q, d = m.shape
@@ -464,7 +667,28 @@ def retrieve(means, covs, mus, Sigmas, beta: float, *, max_iter: int = 10, tol: 
 
 
 def nearest_pattern(means, covs, mus, Sigmas, *, validate: bool = True) -> np.ndarray:
-    """Index of the stored Gaussian nearest (in :math:`W_2`) to each query; shape (Q,)."""
+    """Index of the stored Gaussian nearest (in :math:`W_2`) to each query.
+
+    Parameters
+    ----------
+    means : array (Q, d)
+    covs : array (Q, d, d)
+        Queries (or retrieved states).
+    mus : array (N, d)
+    Sigmas : array (N, d, d)
+        Stored patterns.
+    validate : bool
+        Check the inputs first.
+
+    Returns
+    -------
+    numpy.ndarray (Q,) of int
+
+    References
+    ----------
+    C. Tankala, K. Balasubramanian, "Dense Associative Memory for Gaussian Distributions", ICML 2026,
+    arXiv:2509.23162, Sec. 5 (success = the retrieved state is nearest its pattern); authors' code: https://github.com/chandantankala/DDAM.
+    """
     return np.argmin(pairwise_bw_sq(means, covs, mus, Sigmas, validate=validate), axis=1)
 
 
@@ -487,6 +711,11 @@ class BWDenseAssociativeMemory:
     ----------
     means_ : array (N, d), covs_ : array (N, d, d)
         Stored patterns.
+
+    References
+    ----------
+    C. Tankala, K. Balasubramanian, "Dense Associative Memory for Gaussian Distributions", ICML 2026,
+    arXiv:2509.23162; authors' code: https://github.com/chandantankala/DDAM.
     """
 
     def __init__(self, beta: float = 1.0, *, max_iter: int = 10, tol: float = 1e-6):
@@ -495,24 +724,73 @@ class BWDenseAssociativeMemory:
         self.tol = tol
 
     def fit(self, means, covs) -> BWDenseAssociativeMemory:
-        """Store the Gaussians ``N(means[i], covs[i])``; returns self."""
+        """Store the Gaussians ``N(means[i], covs[i])``.
+
+        Parameters
+        ----------
+        means : array (N, d)
+        covs : array (N, d, d)
+
+        Returns
+        -------
+        BWDenseAssociativeMemory
+            ``self``.
+        """
         _check_beta(self.beta)
+        _check_int(self.max_iter, "max_iter")
+        _check_real(self.tol, "tol", low=0.0)
         m, c = check_gaussians(means, covs, name="covs")
         if m.ndim != 2:
             raise ValueError(f"fit needs means of shape (N, d), got {m.shape}")
         self.means_, self.covs_ = m, c
         return self
 
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "means_"):
+            raise ValueError("this memory stores no patterns yet; call fit(means, covs) first")
+
     def energy(self, means, covs) -> np.ndarray:
-        """Energy :math:`E(\\xi)` of each query (means (Q, d), covs (Q, d, d)); shape (Q,)."""
+        """Energy :math:`E(\\xi)` of each query.
+
+        Parameters
+        ----------
+        means : array (Q, d)
+        covs : array (Q, d, d)
+
+        Returns
+        -------
+        numpy.ndarray (Q,)
+        """
+        self._check_fitted()
         return energy(pairwise_bw_sq(means, covs, self.means_, self.covs_), self.beta)
 
     def retrieve(self, means, covs) -> RetrievalResult:
-        """Run the retrieval dynamics from each query (see :func:`retrieve`)."""
+        """Run the retrieval dynamics from each query (see :func:`retrieve`).
+
+        Parameters
+        ----------
+        means : array (Q, d)
+        covs : array (Q, d, d)
+
+        Returns
+        -------
+        RetrievalResult
+        """
+        self._check_fitted()
         return retrieve(means, covs, self.means_, self.covs_, self.beta, max_iter=self.max_iter, tol=self.tol)
 
     def predict(self, means, covs) -> np.ndarray:
-        """Index of the stored pattern nearest (in :math:`W_2`) to each retrieved state."""
+        """Index of the stored pattern nearest (in :math:`W_2`) to each retrieved state.
+
+        Parameters
+        ----------
+        means : array (Q, d)
+        covs : array (Q, d, d)
+
+        Returns
+        -------
+        numpy.ndarray (Q,) of int
+        """
         r = self.retrieve(means, covs)
         return nearest_pattern(r.means, r.covs, self.means_, self.covs_, validate=False)
 
@@ -528,9 +806,16 @@ class EuclideanDenseAssociativeMemory:
     Parameters
     ----------
     beta : float > 0
+        Inverse temperature.
     max_iter : int
+        Maximum number of updates.
     tol : float
         Stop when :math:`\|x_t-x_{t+1}\|<` tol.
+
+    References
+    ----------
+    H. Ramsauer et al., "Hopfield Networks is All You Need", ICLR 2021; used as the baseline in
+    Tankala & Balasubramanian, ICML 2026, arXiv:2509.23162 (code: https://github.com/chandantankala/DDAM).
     """
 
     def __init__(self, beta: float = 1.0, *, max_iter: int = 10, tol: float = 1e-6):
@@ -539,11 +824,24 @@ class EuclideanDenseAssociativeMemory:
         self.tol = tol
 
     def fit(self, X) -> EuclideanDenseAssociativeMemory:
-        """Store the rows of ``X`` (N, p); returns self."""
+        """Store the rows of ``X``.
+
+        Parameters
+        ----------
+        X : array (N, p)
+            Finite pattern vectors, N >= 1, p >= 1.
+
+        Returns
+        -------
+        EuclideanDenseAssociativeMemory
+            ``self``.
+        """
         _check_beta(self.beta)
-        X = np.asarray(X, dtype=float)
-        if X.ndim != 2 or not np.all(np.isfinite(X)):
-            raise ValueError(f"X must be a finite array of shape (N, p), got shape {X.shape}")
+        _check_int(self.max_iter, "max_iter")
+        _check_real(self.tol, "tol", low=0.0)
+        X = _float_array(X, "X")
+        if X.ndim != 2 or 0 in X.shape or not np.all(np.isfinite(X)):
+            raise ValueError(f"X must be a finite array of shape (N, p) with N, p >= 1, got shape {X.shape}")
         self.patterns_ = X
         self._sq = (X**2).sum(1)
         return self
@@ -552,15 +850,44 @@ class EuclideanDenseAssociativeMemory:
         d = (Xq**2).sum(1)[:, None] + self._sq[None, :] - 2 * Xq @ self.patterns_.T  # (Q, N)
         return np.maximum(d, 0.0)
 
+    def _queries(self, Xq) -> np.ndarray:
+        if not hasattr(self, "patterns_"):
+            raise ValueError("this memory stores no patterns yet; call fit(X) first")
+        x = np.array(np.atleast_2d(_float_array(Xq, "Xq")), dtype=float)
+        if x.ndim != 2 or x.shape[1] != self.patterns_.shape[1]:
+            raise ValueError(f"queries must have shape (Q, {self.patterns_.shape[1]}), got {np.shape(Xq)}")
+        if not np.all(np.isfinite(x)):
+            raise ValueError("queries must be finite (found NaN or inf)")
+        return x
+
     def energy(self, Xq) -> np.ndarray:
-        """Energy of each query row; shape (Q,)."""
-        return energy(self._dist_sq(np.atleast_2d(np.asarray(Xq, dtype=float))), self.beta)
+        """Energy of each query row.
+
+        Parameters
+        ----------
+        Xq : array (Q, p)
+
+        Returns
+        -------
+        numpy.ndarray (Q,)
+        """
+        return energy(self._dist_sq(self._queries(Xq)), self.beta)
 
     def retrieve(self, Xq, *, return_path: bool = False):
-        """Iterate the update from each query row; returns the final states (Q, p) (and the path)."""
-        x = np.array(np.atleast_2d(Xq), dtype=float)
-        if x.shape[1] != self.patterns_.shape[1]:
-            raise ValueError(f"queries have {x.shape[1]} features, the memory stores {self.patterns_.shape[1]}")
+        """Iterate the update from each query row.
+
+        Parameters
+        ----------
+        Xq : array (Q, p)
+        return_path : bool
+            Also return the states along the iteration.
+
+        Returns
+        -------
+        numpy.ndarray (Q, p)
+            Final states; with ``return_path`` also the path, shape (T+1, Q, p).
+        """
+        x = self._queries(Xq)
         active = np.ones(len(x), dtype=bool)
         path = [x.copy()]
         for _ in range(int(self.max_iter)):
@@ -574,7 +901,16 @@ class EuclideanDenseAssociativeMemory:
         return (x, np.stack(path)) if return_path else x
 
     def predict(self, Xq) -> np.ndarray:
-        """Index of the stored row nearest (Euclidean) to each retrieved state."""
+        """Index of the stored row nearest (Euclidean) to each retrieved state.
+
+        Parameters
+        ----------
+        Xq : array (Q, p)
+
+        Returns
+        -------
+        numpy.ndarray (Q,) of int
+        """
         return np.argmin(self._dist_sq(self.retrieve(Xq)), axis=1)
 
 
@@ -582,9 +918,29 @@ def gaussian_features(means, covs, *, mode: str = "mean") -> np.ndarray:
     """Vectors for the Euclidean baseline: ``"mean"`` -> m (n, d); ``"mean+cov"`` -> m ⊕ vec(C) (n, d + d²).
 
     With ``"mean+cov"`` the squared Euclidean distance is ``||m1-m2||² + ||C1-C2||_F²``.
+
+    Parameters
+    ----------
+    means : array (n, d)
+    covs : array (n, d, d)
+        Gaussians (validated with :func:`check_gaussians`).
+    mode : {"mean", "mean+cov"}
+        Which features.
+
+    Returns
+    -------
+    numpy.ndarray (n, d) or (n, d + d²)
+
+    References
+    ----------
+    C. Tankala, K. Balasubramanian, "Dense Associative Memory for Gaussian Distributions", ICML 2026,
+    arXiv:2509.23162, Sec. 5 (the Euclidean baselines); authors' code: https://github.com/chandantankala/DDAM.
     """
-    m = np.asarray(means, dtype=float)
-    c = np.asarray(covs, dtype=float)
+    if mode not in ("mean", "mean+cov"):
+        raise ValueError(f"mode={mode!r} is not valid; use 'mean' or 'mean+cov'")
+    m, c = check_gaussians(means, covs, name="covs")
+    if m.ndim != 2:
+        raise ValueError(f"means must have shape (n, d), got {m.shape}")
     if mode == "mean":
         return m.copy()
     if mode == "mean+cov":
@@ -593,10 +949,6 @@ def gaussian_features(means, covs, *, mode: str = "mean") -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- data
-
-
-def _rng(random_state) -> np.random.Generator:
-    return random_state if isinstance(random_state, np.random.Generator) else np.random.default_rng(random_state)
 
 
 def _random_orthogonal(d: int, size: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
@@ -621,17 +973,40 @@ def sample_commuting_gaussians(n: int, d: int, *, radius: float | None = None, l
     Our default is the nearest feasible choice, :math:`R^2/2 = d(\lambda_{\min}+\lambda_{\max})/2`
     (:math:`R=\sqrt{2.1d}` for the default bounds).
 
+    Parameters
+    ----------
+    n : int >= 1
+        Number of patterns.
+    d : int >= 1
+        Dimension.
+    radius : float, optional
+        Wasserstein radius R of the sphere (default above).
+    lambda_min, lambda_max : float
+        Eigenvalue bounds, ``0 < lambda_min <= lambda_max``.
+    commuting : bool
+        One shared eigenbasis (the paper's setting) or one per pattern.
+    random_state : int, numpy.random.Generator or None
+        Seed or generator (see :func:`icml26._common.check_random_state`).
+
     Returns
     -------
-    means : array (n, d), covs : array (n, d, d)
+    means : numpy.ndarray (n, d)
+    covs : numpy.ndarray (n, d, d)
+
+    References
+    ----------
+    C. Tankala, K. Balasubramanian, "Dense Associative Memory for Gaussian Distributions", ICML 2026,
+    arXiv:2509.23162, Algorithm 2; authors' code: https://github.com/chandantankala/DDAM.
     """
-    if int(n) != n or n < 1 or int(d) != d or d < 1:
-        raise ValueError(f"n={n!r} and d={d!r} must be positive integers")
-    if not 0 < lambda_min <= lambda_max:
+    n, d = _check_int(n, "n"), _check_int(d, "d")
+    lambda_min = _check_real(lambda_min, "lambda_min", low=0.0, low_open=True)
+    lambda_max = _check_real(lambda_max, "lambda_max", low=0.0, low_open=True)
+    if not lambda_min <= lambda_max:
         raise ValueError(f"need 0 < lambda_min <= lambda_max, got {lambda_min}, {lambda_max}")
-    rng = _rng(random_state)
+    rng = check_random_state(random_state)
     if radius is None:
         radius = np.sqrt(d * (lambda_min + lambda_max))
+    radius = _check_real(radius, "radius", low=0.0, low_open=True)
     target = radius**2 / 2
     tol = 1e-9 * d * lambda_max  # float slack: (sqrt(2d))**2 / 2 is not exactly d
     degenerate = lambda_min == lambda_max or d == 1
@@ -678,15 +1053,33 @@ def sample_shared_mean_gaussians(n: int, d: int, *, lambda_min: float = 0.25, la
     log-uniform eigenvalues in ``[lambda_min, lambda_max]``. All information is in the covariance, so
     a memory that only sees means cannot tell the patterns apart.
 
+    Parameters
+    ----------
+    n : int >= 1
+        Number of patterns.
+    d : int >= 1
+        Dimension.
+    lambda_min, lambda_max : float
+        Eigenvalue range, ``0 < lambda_min <= lambda_max``.
+    random_state : int, numpy.random.Generator or None
+        Seed or generator.
+
     Returns
     -------
-    means : array (n, d) of zeros, covs : array (n, d, d)
+    means : numpy.ndarray (n, d) of zeros
+    covs : numpy.ndarray (n, d, d)
+
+    References
+    ----------
+    Our construction, isolating the covariance geometry that Tankala & Balasubramanian (ICML 2026,
+    arXiv:2509.23162; code: https://github.com/chandantankala/DDAM) argue for.
     """
-    if int(n) != n or n < 1 or int(d) != d or d < 1:
-        raise ValueError(f"n={n!r} and d={d!r} must be positive integers")
-    if not 0 < lambda_min <= lambda_max:
+    n, d = _check_int(n, "n"), _check_int(d, "d")
+    lambda_min = _check_real(lambda_min, "lambda_min", low=0.0, low_open=True)
+    lambda_max = _check_real(lambda_max, "lambda_max", low=0.0, low_open=True)
+    if not lambda_min <= lambda_max:
         raise ValueError(f"need 0 < lambda_min <= lambda_max, got {lambda_min}, {lambda_max}")
-    rng = _rng(random_state)
+    rng = check_random_state(random_state)
     lams = np.exp(rng.uniform(np.log(lambda_min), np.log(lambda_max), size=(n, d)))
     Qm = _random_orthogonal(d, (n,), rng)
     covs = _sym((Qm * lams[:, None, :]) @ np.swapaxes(Qm, -1, -2))
@@ -703,16 +1096,34 @@ def perturb_gaussians(means, covs, radius: float, *, cov_scale: float = 0.1,
     realised :math:`W_2` to the original is a bit below :math:`r`; measure it with
     :func:`bures_wasserstein_distance`).
 
+    Parameters
+    ----------
+    means : array (n, d)
+    covs : array (n, d, d)
+        The Gaussians to perturb.
+    radius : float >= 0
+        Perturbation radius r.
+    cov_scale : float >= 0
+        Share c of the budget put on the covariance.
+    random_state : int, numpy.random.Generator or None
+        Seed or generator.
+
     Returns
     -------
-    means : array (n, d), covs : array (n, d, d)
+    means : numpy.ndarray (n, d)
+    covs : numpy.ndarray (n, d, d)
+
+    References
+    ----------
+    C. Tankala, K. Balasubramanian, "Dense Associative Memory for Gaussian Distributions", ICML 2026,
+    arXiv:2509.23162, Sec. 5 (``perturb_gaussian`` in the authors' code); authors' code: https://github.com/chandantankala/DDAM.
     """
-    if not np.isfinite(radius) or radius < 0:
-        raise ValueError(f"radius={radius!r} must be a finite number >= 0")
+    radius = _check_real(radius, "radius", low=0.0)
+    cov_scale = _check_real(cov_scale, "cov_scale", low=0.0)
     m, c = check_gaussians(means, covs, name="covs")
     m, c = np.atleast_2d(m), c.reshape(np.atleast_2d(m).shape + (m.shape[-1],))
     n, d = m.shape
-    rng = _rng(random_state)
+    rng = check_random_state(random_state)
     g = rng.standard_normal((n, d))
     m_new = m + g / np.linalg.norm(g, axis=1, keepdims=True) * (radius / np.sqrt(2))
     W = rng.standard_normal((n, d, d))
@@ -731,16 +1142,46 @@ def digits_gaussians(n_components: int = 8, n_neighbors: int = 10, ridge: float 
     images}) + \text{ridge}\cdot I)` — a mean with a local, class-aware uncertainty ellipsoid. With
     ``n_patterns`` a random subset (without replacement) is returned.
 
+    Parameters
+    ----------
+    n_components : int in [1, 64]
+        PCA dimension.
+    n_neighbors : int in [2, 174]
+        Same-class neighbours (the image included) per covariance estimate; 174 is the size of the
+        smallest class.
+    ridge : float >= 0
+        Added to every covariance's diagonal.
+    n_patterns : int in [1, 1797], optional
+        Size of a random subset.
+    random_state : int, numpy.random.Generator or None
+        Seed or generator of the subset.
+
     Returns
     -------
-    means : array (n, n_components), covs : array (n, n_components, n_components), labels : array (n,)
+    means : numpy.ndarray (n, n_components)
+    covs : numpy.ndarray (n, n_components, n_components)
+    labels : numpy.ndarray (n,)
+
+    References
+    ----------
+    A stand-in for the image embeddings of Tankala & Balasubramanian (ICML 2026, arXiv:2509.23162,
+    Sec. 5; code: https://github.com/chandantankala/DDAM); data: scikit-learn's ``load_digits``.
     """
     from sklearn.datasets import load_digits
     from sklearn.decomposition import PCA
     from sklearn.preprocessing import StandardScaler
 
-    if n_neighbors < 2:
-        raise ValueError(f"n_neighbors={n_neighbors!r} must be >= 2 to estimate a covariance")
+    n_components = _check_int(n_components, "n_components")
+    if n_components > 64:
+        raise ValueError(f"n_components={n_components!r} must be at most 64 (the digits have 64 pixels)")
+    n_neighbors = _check_int(n_neighbors, "n_neighbors", minimum=2)
+    if n_neighbors > 174:
+        raise ValueError(f"n_neighbors={n_neighbors!r} must be at most 174 (the smallest digit class)")
+    ridge = _check_real(ridge, "ridge", low=0.0)
+    if n_patterns is not None:
+        n_patterns = _check_int(n_patterns, "n_patterns")
+        if n_patterns > 1797:
+            raise ValueError(f"n_patterns={n_patterns!r} must be at most 1797 (the number of digit images)")
     X, y = load_digits(return_X_y=True)
     Z = PCA(n_components=n_components, random_state=0).fit_transform(StandardScaler().fit_transform(X))
     Z = Z / np.sqrt(Z.var(0).sum() / n_components)  # unit average variance per component
@@ -757,7 +1198,7 @@ def digits_gaussians(n_components: int = 8, n_neighbors: int = 10, ridge: float 
     covs += ridge * np.eye(p)
     means, labels = Z, y
     if n_patterns is not None:
-        sel = _rng(random_state).choice(n, size=int(n_patterns), replace=False)
+        sel = check_random_state(random_state).choice(n, size=int(n_patterns), replace=False)
         means, covs, labels = means[sel], covs[sel], labels[sel]
     return means, _sym(covs), labels
 
@@ -769,16 +1210,31 @@ def sample_covariance_queries(means, covs, n_samples: int, *, random_state=None)
     covariance is Wishart, :math:`\hat\Sigma\sim W_d(\Sigma_i/(n-1), n-1)`, and its mean is
     :math:`\mathcal N(\mu_i,\Sigma_i/n)`. Vectorised over the Gaussians.
 
+    Parameters
+    ----------
+    means : array (n, d)
+    covs : array (n, d, d)
+        The Gaussians to draw from.
+    n_samples : int >= 2
+        Draws per Gaussian.
+    random_state : int, numpy.random.Generator or None
+        Seed or generator.
+
     Returns
     -------
-    means : array (n, d), covs : array (n, d, d)
+    means : numpy.ndarray (n, d)
+    covs : numpy.ndarray (n, d, d)
+
+    References
+    ----------
+    Our query model (estimated Gaussians) for the covariance experiment beside Tankala &
+    Balasubramanian (ICML 2026, arXiv:2509.23162; code: https://github.com/chandantankala/DDAM).
     """
-    if int(n_samples) != n_samples or n_samples < 2:
-        raise ValueError(f"n_samples={n_samples!r} must be an integer >= 2")
+    n_samples = _check_int(n_samples, "n_samples", minimum=2)
     m, c = check_gaussians(means, covs, name="covs")
     m = np.atleast_2d(m)
     c = c.reshape(m.shape + (m.shape[-1],))
-    rng = _rng(random_state)
+    rng = check_random_state(random_state)
     Z = rng.standard_normal((m.shape[0], int(n_samples), m.shape[1]))  # (n, s, d)
     X = m[:, None, :] + Z @ sqrtm_psd(c)  # (n, s, d): rows ~ N(m, C)
     mh = X.mean(1)
@@ -796,13 +1252,34 @@ def phi_step_pot_loop(mean, cov, mus, Sigmas, beta: float):
     stored pattern, then the Gibbs weights and the weighted average map. The reference for tests and
     the baseline of the chapter's benchmark (POT is imported lazily).
 
+    Parameters
+    ----------
+    mean : array (d,)
+    cov : array (d, d)
+        One query.
+    mus : array (N, d)
+    Sigmas : array (N, d, d)
+        Stored patterns.
+    beta : float > 0
+        Inverse temperature.
+
     Returns
     -------
-    mean_new : array (d,), cov_new : array (d, d)
+    mean_new : numpy.ndarray (d,)
+    cov_new : numpy.ndarray (d, d)
+
+    References
+    ----------
+    C. Tankala, K. Balasubramanian, "Dense Associative Memory for Gaussian Distributions", ICML 2026,
+    arXiv:2509.23162, Algorithm 1; POT: R. Flamary et al., JMLR 22 (2021); authors' code: https://github.com/chandantankala/DDAM.
     """
     import ot
 
     beta = _check_beta(beta)
+    mean, cov = check_gaussians(mean, cov, name="cov")
+    mus, Sigmas = check_gaussians(mus, Sigmas, name="Sigmas")
+    if mean.ndim != 1 or mus.ndim != 2 or mus.shape[1] != mean.shape[0]:
+        raise ValueError(f"need one query of shape (d,) and stored means of shape (N, d), got {mean.shape} and {mus.shape}")
     d = mean.shape[0]
     ds = np.empty(len(mus))
     A_list = []
@@ -823,18 +1300,50 @@ def retrieval_success(mus, Sigmas, q_means, q_covs, targets, beta: float, *, met
                       max_iter: int = 10, tol: float = 1e-6) -> np.ndarray:
     """Per-query success (bool array (Q,)): the stored pattern nearest to the retrieved state is the target.
 
-    ``method``: ``"bw"`` (this paper's memory, nearest in :math:`W_2`), ``"mean"`` or ``"mean+cov"``
-    (the Euclidean memory on :func:`gaussian_features`, nearest in Euclidean distance).
+    Parameters
+    ----------
+    mus : array (N, d)
+    Sigmas : array (N, d, d)
+        Stored patterns.
+    q_means : array (Q, d)
+    q_covs : array (Q, d, d)
+        Queries.
+    targets : int array (Q,)
+        Index of each query's pattern, in ``[0, N)``.
+    beta : float > 0
+        Inverse temperature.
+    method : {"bw", "mean", "mean+cov"}
+        ``"bw"`` (this paper's memory, nearest in :math:`W_2`), ``"mean"`` or ``"mean+cov"``
+        (the Euclidean memory on :func:`gaussian_features`, nearest in Euclidean distance).
+    max_iter : int >= 1
+        Maximum number of steps.
+    tol : float >= 0
+        Convergence tolerance.
+
+    Returns
+    -------
+    numpy.ndarray (Q,) of bool
+
+    References
+    ----------
+    C. Tankala, K. Balasubramanian, "Dense Associative Memory for Gaussian Distributions", ICML 2026,
+    arXiv:2509.23162, Sec. 5 (retrieval accuracy); authors' code: https://github.com/chandantankala/DDAM.
     """
+    if method not in ("bw", "mean", "mean+cov"):
+        raise ValueError(f"method={method!r} is not valid; use 'bw', 'mean' or 'mean+cov'")
+    n_stored = np.shape(mus)[0] if np.ndim(mus) >= 1 else 0
     targets = np.asarray(targets)
+    if targets.ndim != 1 or targets.shape[0] != (np.shape(q_means)[0] if np.ndim(q_means) == 2 else -1):
+        raise ValueError(f"targets must have shape (Q,) with one entry per query, got {targets.shape} "
+                         f"for queries of shape {np.shape(q_means)}")
+    if targets.dtype.kind not in "iu" or (targets.size and (targets.min() < 0 or targets.max() >= n_stored)):
+        raise ValueError(f"targets must be integer indices in [0, {n_stored}), got {targets[:5]}...")
     if method == "bw":
         mem = BWDenseAssociativeMemory(beta, max_iter=max_iter, tol=tol).fit(mus, Sigmas)
         pred = mem.predict(q_means, q_covs)
     elif method in ("mean", "mean+cov"):
         F, Fq = gaussian_features(mus, Sigmas, mode=method), gaussian_features(q_means, q_covs, mode=method)
         pred = EuclideanDenseAssociativeMemory(beta, max_iter=max_iter, tol=tol).fit(F).predict(Fq)
-    else:
-        raise ValueError(f"method={method!r} is not valid; use 'bw', 'mean' or 'mean+cov'")
     return pred == targets
 
 
@@ -849,11 +1358,38 @@ def capacity_curve(d: int, n_grid, *, beta: float = 1.0, n_queries: int = 32, st
     original. Once the rate falls
     below ``stop_below`` the larger N are skipped (NaN): they cannot change the breaking point.
 
+    Parameters
+    ----------
+    d : int >= 1
+        Dimension.
+    n_grid : sequence of int
+        Strictly increasing numbers of stored patterns, each >= 1.
+    beta : float > 0
+        Inverse temperature.
+    n_queries : int >= 1
+        Queries per N.
+    stop_below : float in [0, 1]
+        Skip the larger N once the rate is below this.
+    random_state : int, numpy.random.Generator or None
+        Seed or generator.
+
     Returns
     -------
-    array (len(n_grid),) of success rates (NaN where skipped)
+    numpy.ndarray (len(n_grid),)
+        Success rates (NaN where skipped).
+
+    References
+    ----------
+    C. Tankala, K. Balasubramanian, "Dense Associative Memory for Gaussian Distributions", ICML 2026,
+    arXiv:2509.23162, Sec. 5 (capacity experiment); authors' code: https://github.com/chandantankala/DDAM.
     """
-    rng = _rng(random_state)
+    d = _check_int(d, "d")
+    grid = _check_grid(n_grid)
+    beta = _check_beta(beta)
+    n_queries = _check_int(n_queries, "n_queries")
+    stop_below = _check_real(stop_below, "stop_below", low=0.0, high=1.0)
+    n_grid = grid
+    rng = check_random_state(random_state)
     out = np.full(len(n_grid), np.nan)
     for k, N in enumerate(n_grid):
         mus, S = sample_commuting_gaussians(int(N), d, random_state=rng)
@@ -865,13 +1401,51 @@ def capacity_curve(d: int, n_grid, *, beta: float = 1.0, n_queries: int = 32, st
     return out
 
 
+def _check_grid(n_grid) -> np.ndarray:
+    g = _float_array(n_grid, "n_grid")
+    if g.ndim != 1 or g.size == 0:
+        raise ValueError(f"n_grid must be a non-empty 1-D sequence of pattern counts, got shape {g.shape}")
+    if not np.all(np.isfinite(g)) or np.any(g < 1) or np.any(g != np.round(g)):
+        raise ValueError(f"n_grid must hold integers >= 1, got {g.tolist()}")
+    if np.any(np.diff(g) <= 0):
+        raise ValueError(f"n_grid must be strictly increasing, got {g.tolist()}")
+    return g.astype(int)
+
+
 def capacity_threshold(n_grid, success, level: float = 0.9) -> float:
     """Largest N of the grid up to which every success rate is >= ``level`` (0 if the first is below).
 
-    The breaking point of a capacity curve; equals ``n_grid[-1]`` when the curve never drops (a lower
-    bound then).
+    The breaking point of a capacity curve; equals ``n_grid[-1]`` when the curve never drops: the
+    value is then censored, a lower bound (test ``threshold == n_grid[-1]`` for it).
+
+    Parameters
+    ----------
+    n_grid : sequence of int
+        Strictly increasing numbers of stored patterns.
+    success : sequence of float
+        Success rate at each N, in [0, 1], NaN where skipped (counts as below ``level``); same length.
+    level : float in (0, 1]
+        Required success rate.
+
+    Returns
+    -------
+    float
+        The breaking point N* (0 if the first rate is below ``level``).
+
+    References
+    ----------
+    C. Tankala, K. Balasubramanian, "Dense Associative Memory for Gaussian Distributions", ICML 2026,
+    arXiv:2509.23162, Sec. 5 (capacity experiment); authors' code: https://github.com/chandantankala/DDAM.
     """
-    n_grid, success = np.asarray(n_grid, dtype=float), np.asarray(success, dtype=float)
+    grid = _check_grid(n_grid)
+    success = _float_array(success, "success")
+    if success.shape != grid.shape:
+        raise ValueError(f"success must have one rate per grid point: n_grid has {grid.size}, success has shape {success.shape}")
+    finite = success[~np.isnan(success)]
+    if np.any((finite < 0) | (finite > 1)):
+        raise ValueError(f"success rates must lie in [0, 1] (NaN for skipped), got {success.tolist()}")
+    level = _check_real(level, "level", low=0.0, high=1.0, low_open=True)
+    n_grid = grid.astype(float)
     ok = np.nan_to_num(success, nan=-1.0) >= level
     k = len(ok) if ok.all() else int(np.argmin(ok))
     return float(n_grid[k - 1]) if k > 0 else 0.0
@@ -891,13 +1465,26 @@ def paired_sign_test(hits_a, hits_b) -> tuple[int, int, float]:
 
     Returns
     -------
-    n10 : int, n01 : int, p_value : float
+    n10 : int
+    n01 : int
+    p_value : float
+
+    References
+    ----------
+    Q. McNemar, Psychometrika 12 (1947); used here to compare the memories of Tankala &
+    Balasubramanian (ICML 2026, arXiv:2509.23162; code: https://github.com/chandantankala/DDAM).
     """
     from scipy.stats import binom
 
-    a, b = np.asarray(hits_a, dtype=bool), np.asarray(hits_b, dtype=bool)
+    raw_a, raw_b = np.asarray(hits_a), np.asarray(hits_b)
+    for name, r in (("hits_a", raw_a), ("hits_b", raw_b)):
+        if r.dtype.kind not in "biu" or (r.dtype.kind != "b" and not np.isin(r, (0, 1)).all()):
+            raise ValueError(f"{name} must hold booleans (or 0/1), got dtype {r.dtype}")
+    a, b = raw_a.astype(bool), raw_b.astype(bool)
     if a.shape != b.shape:
         raise ValueError(f"paired outcomes need equal shapes, got {a.shape} and {b.shape}")
+    if a.size == 0:
+        raise ValueError("paired outcomes are empty; need at least one query")
     n10, n01 = int(np.sum(a & ~b)), int(np.sum(~a & b))
     n = n10 + n01
     p = 1.0 if n == 0 else float(binom.sf(n10 - 1, n, 0.5))
