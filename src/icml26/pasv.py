@@ -107,6 +107,16 @@ class Utility(Protocol):
     n : int
         Number of players.
 
+    Parameters
+    ----------
+    mask : ndarray of bool, shape (n,)
+        The one argument of ``__call__``: a single coalition.
+
+    Returns
+    -------
+    float
+        ``U(S)``, finite.
+
     References
     ----------
     .. [1] K. Lee et al., "Priority-Aware Shapley Value", ICML 2026, arXiv:2602.09326,
@@ -196,9 +206,15 @@ def _table_size(U) -> tuple[np.ndarray, int]:
 
 
 def _check_table(U, n: int) -> np.ndarray:
-    U, m = _table_size(U)
-    if m != n:
-        raise ValueError(f"the game table has {U.size} values (2**{m}) but there are n={n} players: it needs 2**{n} = {2**n}")
+    try:
+        U = np.asarray(U, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"a game table must be an array of numbers, got {type(U).__name__}") from None
+    if U.shape != (2**n,):
+        raise ValueError(
+            f"the game table must hold one value per coalition bitmask: 2**{n} = {2**n} values for n={n} players, "
+            f"got shape {U.shape}"
+        )
     return U
 
 
