@@ -36,6 +36,9 @@ import torch
 from scipy import signal as sps
 from torch import nn
 
+from ._common import RandomState, check_random_state, seed_from, torch_generator
+from ._common import progress as _progress
+
 __all__ = [
     "FILTERS",
     "CORRECTIONS",
@@ -94,13 +97,49 @@ METHODS: dict[str, dict] = {
 }
 
 
+
+def _real(name: str, value: object, *, lo: float | None = None, hi: float | None = None,
+          lo_open: bool = False, hi_open: bool = False) -> float:
+    """``value`` as a finite float within the bounds, else a clear ``TypeError``/``ValueError``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name}={value!r} must be a real number, got {type(value).__name__}")
+    v = float(value)
+    bad = not math.isfinite(v)
+    if lo is not None:
+        bad = bad or (v <= lo if lo_open else v < lo)
+    if hi is not None:
+        bad = bad or (v >= hi if hi_open else v > hi)
+    if bad:
+        interval = f"{'(' if lo_open else '['}{'-inf' if lo is None else f'{lo:g}'}, {'inf' if hi is None else f'{hi:g}'}{')' if hi_open else ']'}"
+        raise ValueError(f"{name}={value!r} is not valid; use a finite number in {interval}")
+    return v
+
+
+def _count(name: str, value: object, lo: int = 1) -> int:
+    """``value`` as an int >= ``lo`` (bools refused), else ``ValueError``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < lo:
+        raise ValueError(f"{name}={value!r} is not valid; use an integer >= {lo}")
+    return int(value)
+
+
+def _method(method: object) -> str:
+    if not isinstance(method, str) or method not in METHODS:
+        raise ValueError(f"method={method!r} is not known; use one of {list(METHODS)}")
+    return method
+
+
+def _torch_gen(random_state: RandomState | torch.Generator) -> torch.Generator:
+    """A ``torch.Generator`` from ``random_state``; a generator is used as it is (threaded through steps)."""
+    return random_state if isinstance(random_state, torch.Generator) else torch_generator(random_state)
+
+
 # ---------------------------------------------------------------------------------------
 # Linear filters and noise attenuation
 # ---------------------------------------------------------------------------------------
 
 
 def _check_omega(omega: float) -> float:
-    omega = float(omega)
+    omega = _real("omega", omega)
     if not (0.0 < omega < OMEGA_MAX) or not math.isfinite(omega):
         raise ValueError(
             f"omega={omega!r} makes the innovation filter unstable or degenerate; "
@@ -110,10 +149,19 @@ def _check_omega(omega: float) -> float:
 
 
 def _check_kappa(kappa: float) -> float:
-    kappa = float(kappa)
+    kappa = _real("kappa", kappa)
     if not (0.0 < kappa < 2.0) or not math.isfinite(kappa):
         raise ValueError(f"kappa={kappa!r} makes the EMA filter unstable or degenerate; use 0 < kappa < 2 (kappa=1 is no filtering)")
     return kappa
+
+
+def _coeffs(name: str, c: object) -> np.ndarray:
+    if isinstance(c, (str, bytes)) or c is None:
+        raise TypeError(f"{name} must be an array of filter coefficients, got {type(c).__name__}")
+    try:
+        return np.atleast_1d(np.asarray(c, dtype=float))
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be an array of real filter coefficients, got {c!r}") from exc
 
 
 def innovation_attenuation(omega: float) -> float:
@@ -171,6 +219,8 @@ def ema_filter_coeffs(kappa: float) -> tuple[np.ndarray, np.ndarray]:
 
 def filter_coeffs(kind: str, *, omega: float = 0.5, kappa: float = 0.7) -> tuple[np.ndarray, np.ndarray]:
     """``(b, a)`` for ``kind`` in :data:`FILTERS` (``"none"`` is the identity ``([1], [1])``)."""
+    if not isinstance(kind, str):
+        raise TypeError(f"filter kind must be a str, one of {FILTERS}; got {type(kind).__name__}")
     if kind == "none":
         return np.array([1.0]), np.array([1.0])
     if kind == "ema":
@@ -186,7 +236,7 @@ def check_stable(a: Iterable[float]) -> float:
     The filter ``y_t = (sum_k b_k x_{t-k} - sum_{k>=1} a_k y_{t-k}) / a_0`` is stable iff all
     roots of ``z^n a_0 + z^{n-1} a_1 + ... + a_n`` lie strictly inside the unit circle.
     """
-    a = np.atleast_1d(np.asarray(a, dtype=float))
+    a = _coeffs("a", a)
     if a.ndim != 1 or a.size == 0 or a[0] == 0 or not np.all(np.isfinite(a)):
         raise ValueError(f"a={a!r} must be a finite 1-D array with a[0] != 0")
     rho = float(np.max(np.abs(np.roots(a)))) if a.size > 1 else 0.0
@@ -197,8 +247,10 @@ def check_stable(a: Iterable[float]) -> float:
 
 def impulse_response(b: Iterable[float], a: Iterable[float], n: int) -> np.ndarray:
     """First ``n`` taps ``h_0..h_{n-1}`` of the stable linear filter ``(b, a)``."""
-    if int(n) < 1:
-        raise ValueError(f"n={n!r} must be >= 1")
+    n = _count("n", n)
+    b = _coeffs("b", b)
+    if b.ndim != 1 or b.size == 0 or not np.all(np.isfinite(b)):
+        raise ValueError(f"b={b!r} must be a finite, non-empty 1-D array")
     check_stable(a)
     x = np.zeros(int(n))
     x[0] = 1.0
@@ -213,7 +265,8 @@ def numeric_attenuation(b: Iterable[float], a: Iterable[float], *, tol: float = 
     :math:`\rho^{2n}` (``rho`` the spectral radius) falls below ``tol``.
     """
     rho = check_stable(a)
-    nb = np.atleast_1d(np.asarray(b)).size
+    tol = _real("tol", tol, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    nb = np.atleast_1d(_coeffs("b", b)).size
     if rho == 0.0:
         n = max(nb, 1)
     else:
@@ -235,7 +288,18 @@ def attenuation_profile(b: Iterable[float], a: Iterable[float], n: int) -> np.nd
 def apply_filter(g: np.ndarray, b: Iterable[float], a: Iterable[float]) -> np.ndarray:
     """Run the filter ``(b, a)`` along axis 0 of ``g`` (shape ``(T, ...)``), zero initial state."""
     check_stable(a)
-    return sps.lfilter(np.asarray(b, dtype=float), np.asarray(a, dtype=float), np.asarray(g, dtype=float), axis=0)
+    b = _coeffs("b", b)
+    if b.ndim != 1 or b.size == 0 or not np.all(np.isfinite(b)):
+        raise ValueError(f"b={b!r} must be a finite, non-empty 1-D array")
+    try:
+        g = np.asarray(g, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"g must be an array of real numbers, got {type(g).__name__}") from exc
+    if g.ndim < 1 or g.shape[0] == 0:
+        raise ValueError(f"g must have shape (T, ...) with T >= 1, got {g.shape}")
+    if not np.all(np.isfinite(g)):
+        raise ValueError("g holds NaN or infinite values")
+    return sps.lfilter(b, np.asarray(a, dtype=float), g, axis=0)
 
 
 # ---------------------------------------------------------------------------------------
@@ -250,7 +314,7 @@ def observation_weight(kappa: float, gamma: float) -> float:
     step 1). ``kappa=1`` gives ``a=0`` (the plain gradient); ``gamma=(1-kappa)/kappa`` gives
     ``a=1`` (a single gradient at the extrapolated point).
     """
-    kappa, gamma = float(kappa), float(gamma)
+    kappa, gamma = _real("kappa", kappa), _real("gamma", gamma)
     if not (0.0 < kappa <= 1.0):
         raise ValueError(f"kappa={kappa!r} must lie in (0, 1] for the two-point observation")
     if not gamma > 0.0 or not math.isfinite(gamma):
@@ -274,8 +338,16 @@ def per_example_grads(
     """
     from torch.func import functional_call, grad, vmap
 
-    if x.shape[0] != y.shape[0]:
-        raise ValueError(f"x has {x.shape[0]} rows but y has {y.shape[0]}")
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if not callable(loss_fn):
+        raise TypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
+    if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor):
+        raise TypeError(f"x and y must be torch tensors, got {type(x).__name__} and {type(y).__name__}")
+    if x.ndim < 1 or y.ndim != 1 or x.shape[0] != y.shape[0]:
+        raise ValueError(f"x must be (B, ...) and y (B,) with the same B, got {tuple(x.shape)} and {tuple(y.shape)}")
+    if x.is_floating_point() and not bool(torch.isfinite(x).all()):
+        raise ValueError("x holds NaN or infinite values")
     if params is None:
         params = {k: v.detach() for k, v in model.named_parameters()}
 
@@ -304,7 +376,16 @@ def two_point_grads(
     gradient when ``a`` is 0 or 1, two otherwise.
     """
     a = observation_weight(kappa, gamma)
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     theta = {k: v.detach() for k, v in model.named_parameters()}
+    if not isinstance(d_prev, Mapping) or set(d_prev) != set(theta):
+        raise ValueError(f"d_prev must map every parameter name {sorted(theta)} to its last move")
+    for k, v in theta.items():
+        if not isinstance(d_prev[k], torch.Tensor) or d_prev[k].shape != v.shape:
+            raise ValueError(f"d_prev[{k!r}] must be a tensor of shape {tuple(v.shape)}")
+        if not bool(torch.isfinite(d_prev[k]).all()):
+            raise ValueError(f"d_prev[{k!r}] holds NaN or infinite values")
     if a == 0.0:
         return per_example_grads(model, loss_fn, x, y, theta)
     shifted = {k: v + gamma * d_prev[k] for k, v in theta.items()}
@@ -322,10 +403,17 @@ def clip_and_sum(per_example: Mapping[str, torch.Tensor], max_norm: float) -> tu
     parameters together (flat clipping; the ``1e-6`` is Opacus's). Returns the clipped
     sums ``{name: param.shape}`` and the per-example norms ``(B,)``.
     """
-    if not (max_norm > 0) or not math.isfinite(float(max_norm)):
-        raise ValueError(f"max_norm={max_norm!r} must be a positive finite number")
+    _real("max_norm", max_norm, lo=0.0, lo_open=True)
+    if not isinstance(per_example, Mapping) or not per_example:
+        raise ValueError("per_example must be a non-empty mapping of parameter names to (B, ...) tensors")
     grads = list(per_example.values())
+    if not all(isinstance(g, torch.Tensor) and g.ndim >= 1 for g in grads):
+        raise TypeError("per_example values must be tensors of shape (B, *param.shape)")
     n = grads[0].shape[0]
+    if any(g.shape[0] != n for g in grads):
+        raise ValueError(f"per_example tensors disagree on the batch size: {[g.shape[0] for g in grads]}")
+    if not all(bool(torch.isfinite(g).all()) for g in grads):
+        raise ValueError("per_example gradients hold NaN or infinite values")
     if n == 0:
         return {k: torch.zeros(v.shape[1:], dtype=v.dtype) for k, v in per_example.items()}, torch.zeros(0)
     per_param = torch.stack([g.reshape(n, -1).norm(2, dim=-1) for g in grads], dim=1)  # (B, P)
@@ -335,13 +423,21 @@ def clip_and_sum(per_example: Mapping[str, torch.Tensor], max_norm: float) -> tu
     return sums, norms
 
 
-def gaussian_noise(shapes: Mapping[str, torch.Size], std: float, generator: torch.Generator | None, dtype=torch.float32) -> dict[str, torch.Tensor]:
+def gaussian_noise(shapes: Mapping[str, torch.Size], std: float, random_state: RandomState | torch.Generator = None,
+                   dtype=torch.float32) -> dict[str, torch.Tensor]:
     """Independent ``N(0, std^2)`` tensors per name, drawn in ``shapes``'s order (as Opacus draws them)."""
-    if std < 0:
-        raise ValueError(f"std={std!r} must be >= 0")
+    std = _real("std", std, lo=0.0)
+    if not isinstance(shapes, Mapping):
+        raise TypeError(f"shapes must be a mapping of names to shapes, got {type(shapes).__name__}")
+    for k, sh in shapes.items():
+        if isinstance(sh, (str, bytes)) or not isinstance(sh, Iterable) or any(
+            isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0 for d in sh
+        ):
+            raise ValueError(f"shapes[{k!r}]={sh!r} is not a shape; use a tuple of integers >= 0")
     if std == 0:
-        return {k: torch.zeros(s, dtype=dtype) for k, s in shapes.items()}
-    return {k: torch.normal(mean=0.0, std=float(std), size=tuple(s), generator=generator, dtype=dtype) for k, s in shapes.items()}
+        return {k: torch.zeros(tuple(s), dtype=dtype) for k, s in shapes.items()}
+    gen = _torch_gen(random_state)
+    return {k: torch.normal(mean=0.0, std=float(std), size=tuple(s), generator=gen, dtype=dtype) for k, s in shapes.items()}
 
 
 def privatize(
@@ -350,19 +446,18 @@ def privatize(
     max_norm: float,
     noise_multiplier: float,
     expected_batch_size: int,
-    generator: torch.Generator | None = None,
+    random_state: RandomState | torch.Generator = None,
 ) -> dict[str, torch.Tensor]:
     r"""The Gaussian mechanism of DP-SGD: :math:`g=\frac1B\big(\sum_i\mathrm{clip}(u_i,C)+\mathcal N(0,\sigma_{DP}^2C^2I)\big)`.
 
     So the per-coordinate noise on :math:`g` has std :math:`\sigma_w=\sigma_{DP}C/B` with
     ``B = expected_batch_size`` (Poisson sampling divides by the expected size, as Opacus does).
     """
-    if expected_batch_size < 1:
-        raise ValueError(f"expected_batch_size={expected_batch_size!r} must be >= 1")
-    if noise_multiplier < 0:
-        raise ValueError(f"noise_multiplier={noise_multiplier!r} must be >= 0")
+    _count("expected_batch_size", expected_batch_size)
+    _real("noise_multiplier", noise_multiplier, lo=0.0)
     sums, _ = clip_and_sum(per_example, max_norm)
-    noise = gaussian_noise({k: v.shape for k, v in sums.items()}, noise_multiplier * max_norm, generator, dtype=next(iter(sums.values())).dtype)
+    noise = gaussian_noise({k: v.shape for k, v in sums.items()}, noise_multiplier * max_norm, random_state,
+                           dtype=next(iter(sums.values())).dtype)
     return {k: (sums[k] + noise[k]) / expected_batch_size for k in sums}
 
 
@@ -376,6 +471,12 @@ def privatize(
 RDP_ALPHAS: list[float] = [1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64)) + list(range(64, 257, 8)) + [384, 512, 768, 1024]
 
 
+def _check_accounting(sample_rate: object, steps: object, delta: object) -> None:
+    _real("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    _real("sample_rate", sample_rate, lo=0.0, hi=1.0, lo_open=True)
+    _count("steps", steps)
+
+
 def noise_for_epsilon(epsilon: float, delta: float, sample_rate: float, steps: int) -> float:
     """Noise multiplier that spends ``(epsilon, delta)`` in ``steps`` Poisson-subsampled Gaussian steps.
 
@@ -387,14 +488,8 @@ def noise_for_epsilon(epsilon: float, delta: float, sample_rate: float, steps: i
 
     from opacus.accountants.utils import get_noise_multiplier
 
-    if not epsilon > 0:
-        raise ValueError(f"epsilon={epsilon!r} must be > 0")
-    if not (0 < delta < 1):
-        raise ValueError(f"delta={delta!r} must lie in (0, 1)")
-    if not (0 < sample_rate <= 1):
-        raise ValueError(f"sample_rate={sample_rate!r} must lie in (0, 1]")
-    if int(steps) < 1:
-        raise ValueError(f"steps={steps!r} must be >= 1")
+    _real("epsilon", epsilon, lo=0.0, lo_open=True)
+    _check_accounting(sample_rate, steps, delta)
     with warnings.catch_warnings():
         # The bisection probes tiny noise levels whose optimal RDP order lies beyond any
         # finite grid; Opacus warns about those probes. The answer is re-checked by
@@ -411,8 +506,8 @@ def epsilon_spent(noise_multiplier: float, sample_rate: float, steps: int, delta
     """Epsilon at ``delta`` after ``steps`` steps, from Opacus's ``RDPAccountant`` over :data:`RDP_ALPHAS`."""
     from opacus.accountants import RDPAccountant
 
-    if not noise_multiplier > 0:
-        raise ValueError(f"noise_multiplier={noise_multiplier!r} must be > 0 for a finite epsilon")
+    _real("noise_multiplier", noise_multiplier, lo=0.0, lo_open=True)
+    _check_accounting(sample_rate, steps, delta)
     acc = RDPAccountant()
     acc.history = [(float(noise_multiplier), float(sample_rate), int(steps))]
     return float(acc.get_epsilon(delta=delta, alphas=RDP_ALPHAS))
@@ -479,16 +574,17 @@ class FilteredDPAdamW(torch.optim.Optimizer):
         noise_std: float = 0.0,
         eps_v: float = 1e-8,
     ):
-        if not lr > 0:
-            raise ValueError(f"lr={lr!r} must be > 0")
-        if not all(0.0 <= b < 1.0 for b in betas):
-            raise ValueError(f"betas={betas!r} must lie in [0, 1)")
-        if filter not in FILTERS:
+        _real("lr", lr, lo=0.0, lo_open=True)
+        if isinstance(betas, (str, bytes)) or not isinstance(betas, Iterable) or len(tuple(betas)) != 2:
+            raise ValueError(f"betas={betas!r} must be a pair of numbers in [0, 1)")
+        for b in betas:
+            _real("betas entry", b, lo=0.0, hi=1.0, hi_open=True)
+        if not isinstance(filter, str) or filter not in FILTERS:
             raise ValueError(f"filter={filter!r} is not known; use one of {FILTERS}")
-        if correction not in CORRECTIONS:
+        if not isinstance(correction, str) or correction not in CORRECTIONS:
             raise ValueError(f"correction={correction!r} is not known; use one of {CORRECTIONS}")
-        if noise_std < 0 or eps_v < 0 or eps < 0 or weight_decay < 0:
-            raise ValueError(f"noise_std={noise_std!r}, eps_v={eps_v!r}, eps={eps!r}, weight_decay={weight_decay!r} must be >= 0")
+        for name, v in (("noise_std", noise_std), ("eps_v", eps_v), ("eps", eps), ("weight_decay", weight_decay)):
+            _real(name, v, lo=0.0)
         if filter == "innovation":
             attenuation = innovation_attenuation(omega)
         elif filter == "ema":
@@ -566,9 +662,7 @@ class FilteredDPAdamW(torch.optim.Optimizer):
 
 def make_optimizer(method: str, params, *, noise_std: float, lr: float = 1e-3, omega: float = 0.5, kappa: float = 0.7, eps_v: float = 1e-8, **kwargs) -> FilteredDPAdamW:
     """A :class:`FilteredDPAdamW` configured as ``method`` (a key of :data:`METHODS`)."""
-    if method not in METHODS:
-        raise ValueError(f"method={method!r} is not known; use one of {list(METHODS)}")
-    spec = METHODS[method]
+    spec = METHODS[_method(method)]
     return FilteredDPAdamW(params, lr=lr, filter=spec["filter"], correction=spec["correction"], omega=omega, kappa=kappa, noise_std=noise_std, eps_v=eps_v, **kwargs)
 
 
@@ -588,7 +682,7 @@ def second_moment_bias(
     beta2: float = 0.999,
     eps_v: float = 0.0,
     n_rep: int = 8,
-    seed: int = 0,
+    random_state: RandomState = 0,
 ) -> dict[str, np.ndarray]:
     r"""Second-moment estimate of AdamW on a filtered noisy gradient stream, under each correction.
 
@@ -602,14 +696,19 @@ def second_moment_bias(
     floor; plus ``"A"`` the filter's attenuation.
     Predicted bias: ``none`` :math:`+A`, ``sigma2`` :math:`-(1-A)`, ``filter`` 0.
     """
-    mu = np.asarray(true_grad, dtype=float).ravel()  # (d,)
-    if noise_std <= 0:
-        raise ValueError(f"noise_std={noise_std!r} must be > 0")
-    if int(steps) < 2 or int(n_rep) < 1:
-        raise ValueError(f"steps={steps!r} must be >= 2 and n_rep={n_rep!r} >= 1")
+    try:
+        mu = np.asarray(true_grad, dtype=float).ravel()  # (d,)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"true_grad must be an array of real numbers, got {type(true_grad).__name__}") from exc
+    if mu.size == 0 or not np.all(np.isfinite(mu)):
+        raise ValueError(f"true_grad must be a non-empty finite array, got {mu.size} values")
+    noise_std = _real("noise_std", noise_std, lo=0.0, lo_open=True)
+    steps, n_rep = _count("steps", steps, 2), _count("n_rep", n_rep)
+    beta2 = _real("beta2", beta2, lo=0.0, hi=1.0, hi_open=True)
+    eps_v = _real("eps_v", eps_v, lo=0.0)
     b, a = filter_coeffs(filter, omega=omega, kappa=kappa)
     A = numeric_attenuation(b, a)
-    rng = np.random.default_rng(seed)
+    rng = check_random_state(random_state)
     g = mu[None, None, :] + noise_std * rng.standard_normal((int(steps), int(n_rep), mu.size))  # (T, R, d)
     gf = apply_filter(g, b, a)  # (T, R, d)
     v = sps.lfilter([1.0 - beta2], [1.0, -beta2], gf * gf, axis=0)[-1]  # (R, d)
@@ -645,7 +744,12 @@ class TabularData:
     n_classes: int
 
 
-def load_tabular(name: str, *, seed: int = 0, test_size: float = 0.25) -> TabularData:
+def _check_data(data: object) -> None:
+    if not isinstance(data, TabularData):
+        raise TypeError(f"data must be a TabularData (see load_tabular), got {type(data).__name__}")
+
+
+def load_tabular(name: str, *, random_state: RandomState = 0, test_size: float = 0.25) -> TabularData:
     """``"digits"`` (1797 x 64, 10 classes) or ``"breast_cancer"`` (569 x 30, 2 classes).
 
     Stratified split with ``random_state=seed``; features standardised with the training
@@ -656,33 +760,36 @@ def load_tabular(name: str, *, seed: int = 0, test_size: float = 0.25) -> Tabula
     from sklearn.model_selection import train_test_split
 
     loaders = {"digits": load_digits, "breast_cancer": load_breast_cancer}
-    if name not in loaders:
+    if not isinstance(name, str) or name not in loaders:
         raise ValueError(f"name={name!r} is not a bundled data set here; use one of {list(loaders)}")
+    _real("test_size", test_size, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     X, y = loaders[name](return_X_y=True)
-    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=test_size, random_state=seed, stratify=y)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=test_size, random_state=seed_from(random_state), stratify=y)
     mu, sd = Xtr.mean(0), Xtr.std(0)
     sd[sd == 0] = 1.0
     f = lambda Z: torch.as_tensor((Z - mu) / sd, dtype=torch.float32)  # noqa: E731
     return TabularData(name, f(Xtr), torch.as_tensor(ytr), f(Xte), torch.as_tensor(yte), int(y.max()) + 1)
 
 
-def validation_split(data: TabularData, *, frac: float = 0.2, seed: int = 0) -> TabularData:
+def validation_split(data: TabularData, *, frac: float = 0.2, random_state: RandomState = 0) -> TabularData:
     """Carve a stratified validation set out of ``data``'s training part; it replaces the test part.
 
     Hyper-parameters are chosen on this split, so the test set is never looked at while tuning.
     """
     from sklearn.model_selection import train_test_split
 
-    if not (0.0 < frac < 1.0):
-        raise ValueError(f"frac={frac!r} must lie in (0, 1)")
+    _check_data(data)
+    _real("frac", frac, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     idx = np.arange(data.X_train.shape[0])
-    tr, va = train_test_split(idx, test_size=frac, random_state=seed, stratify=data.y_train.numpy())
+    tr, va = train_test_split(idx, test_size=frac, random_state=seed_from(random_state), stratify=data.y_train.numpy())
     tr, va = torch.as_tensor(tr), torch.as_tensor(va)
     return TabularData(f"{data.name} (validation)", data.X_train[tr], data.y_train[tr], data.X_train[va], data.y_train[va], data.n_classes)
 
 
-def make_mlp(in_dim: int, hidden: int, out_dim: int, *, seed: int = 0) -> nn.Module:
+def make_mlp(in_dim: int, hidden: int, out_dim: int, *, random_state: RandomState = 0) -> nn.Module:
     """``Linear(in, hidden) -> tanh -> Linear(hidden, out)`` with PyTorch's default init drawn from ``seed``."""
+    in_dim, hidden, out_dim = _count("in_dim", in_dim), _count("hidden", hidden), _count("out_dim", out_dim)
+    seed = seed_from(random_state)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return nn.Sequential(nn.Linear(in_dim, hidden), nn.Tanh(), nn.Linear(hidden, out_dim))
@@ -719,7 +826,7 @@ def train_private(
     eps_v: float = 1e-8,
     weight_decay: float = 0.0,
     delta: float = 1e-5,
-    seed: int = 0,
+    random_state: RandomState = 0,
     n_curve: int = 10,
 ) -> TrainResult:
     r"""Train ``make_mlp`` with ``method`` under DP-SGD's Gaussian mechanism; return test accuracy and epsilon.
@@ -731,16 +838,22 @@ def train_private(
     the same seed see the same randomness. ``gamma`` defaults to :math:`(1-\kappa)/\kappa`
     (one gradient per example per step, at the extrapolated point).
     """
-    if method not in METHODS:
-        raise ValueError(f"method={method!r} is not known; use one of {list(METHODS)}")
+    _method(method)
+    _check_data(data)
     n = data.X_train.shape[0]
-    if not (1 <= batch_size <= n):
-        raise ValueError(f"batch_size={batch_size!r} must lie in 1..{n}")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or not (1 <= batch_size <= n):
+        raise ValueError(f"batch_size={batch_size!r} must be an integer in 1..{n}")
+    _real("noise_multiplier", noise_multiplier, lo=0.0)
+    _real("epochs", epochs, lo=0.0, lo_open=True)
+    _real("max_norm", max_norm, lo=0.0, lo_open=True)
+    _real("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    _count("n_curve", n_curve)
+    seed = seed_from(random_state)
     q = batch_size / n
     steps = int(math.ceil(epochs / q))
     gamma = (1.0 - kappa) / kappa if gamma is None else gamma
     spec = METHODS[method]
-    model = make_mlp(data.X_train.shape[1], hidden, data.n_classes, seed=seed)
+    model = make_mlp(data.X_train.shape[1], hidden, data.n_classes, random_state=seed)
     sigma_w = noise_multiplier * max_norm / batch_size
     opt = make_optimizer(method, model.parameters(), noise_std=sigma_w, lr=lr, omega=omega, kappa=kappa, eps_v=eps_v, weight_decay=weight_decay)
     loss_fn = nn.functional.cross_entropy
@@ -764,7 +877,7 @@ def train_private(
         else:
             u = per_example_grads(model, loss_fn, xb, yb)
         u = {k: u[k] for k in names}
-        g = privatize(u, max_norm=max_norm, noise_multiplier=noise_multiplier, expected_batch_size=batch_size, generator=gen_noise)
+        g = privatize(u, max_norm=max_norm, noise_multiplier=noise_multiplier, expected_batch_size=batch_size, random_state=gen_noise)
         old = {k: v.detach().clone() for k, v in params.items()}
         for k, p in params.items():
             p.grad = g[k]
@@ -784,7 +897,8 @@ def train_private(
 # ---------------------------------------------------------------------------------------
 
 
-def opacus_dp_optimizer(model: nn.Module, optimizer: torch.optim.Optimizer, *, noise_multiplier: float, max_norm: float, expected_batch_size: int, generator: torch.Generator | None = None):
+def opacus_dp_optimizer(model: nn.Module, optimizer: torch.optim.Optimizer, *, noise_multiplier: float, max_norm: float,
+                        expected_batch_size: int, random_state: RandomState | torch.Generator = None):
     """Wrap ``model`` in Opacus's ``GradSampleModule`` and ``optimizer`` in its ``DPOptimizer``.
 
     Returns ``(grad_sample_module, dp_optimizer)``; ``loss_reduction="mean"``.
@@ -792,8 +906,17 @@ def opacus_dp_optimizer(model: nn.Module, optimizer: torch.optim.Optimizer, *, n
     from opacus import GradSampleModule
     from opacus.optimizers import DPOptimizer
 
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
+    _real("noise_multiplier", noise_multiplier, lo=0.0)
+    _real("max_norm", max_norm, lo=0.0, lo_open=True)
+    _count("expected_batch_size", expected_batch_size)
+    gen = None if random_state is None else _torch_gen(random_state)
     gsm = GradSampleModule(model, loss_reduction="mean")
-    dpo = DPOptimizer(optimizer, noise_multiplier=noise_multiplier, max_grad_norm=max_norm, expected_batch_size=expected_batch_size, loss_reduction="mean", generator=generator)
+    dpo = DPOptimizer(optimizer, noise_multiplier=noise_multiplier, max_grad_norm=max_norm, expected_batch_size=expected_batch_size,
+                      loss_reduction="mean", generator=gen)
     return gsm, dpo
 
 
@@ -801,6 +924,12 @@ def opacus_step(gsm: nn.Module, dpo, x: torch.Tensor, y: torch.Tensor) -> float:
     """One DP step with Opacus: zero grads, forward, mean cross-entropy, backward, ``dpo.step()``."""
     import warnings
 
+    if not isinstance(gsm, nn.Module) or not hasattr(dpo, "step") or not hasattr(dpo, "zero_grad"):
+        raise TypeError("gsm and dpo must be the pair returned by opacus_dp_optimizer")
+    if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor) or x.ndim != 2 or y.ndim != 1 or len(x) != len(y) or len(x) == 0:
+        raise ValueError("x must be (B, features) and y (B,) tensors with the same B >= 1")
+    if not bool(torch.isfinite(x).all()):
+        raise ValueError("x holds NaN or infinite values")
     dpo.zero_grad()
     with warnings.catch_warnings():
         # Opacus's per-sample hooks are full backward hooks; PyTorch notes (harmlessly) that
@@ -817,8 +946,21 @@ def opacus_step(gsm: nn.Module, dpo, x: torch.Tensor, y: torch.Tensor) -> float:
 # ---------------------------------------------------------------------------------------
 
 
+def _listed(name: str, values: object) -> list:
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise TypeError(f"{name} must be a non-empty sequence, got {type(values).__name__}")
+    out = list(values)
+    if not out:
+        raise ValueError(f"{name} is empty; give at least one value")
+    return out
+
+
 def steps_for(epochs: float, batch_size: int, n: int) -> tuple[float, int]:
     """Sample rate ``q = batch_size / n`` and step count ``ceil(epochs / q)`` used by :func:`train_private`."""
+    n, batch_size = _count("n", n), _count("batch_size", batch_size)
+    if batch_size > n:
+        raise ValueError(f"batch_size={batch_size} exceeds n={n}")
+    _real("epochs", epochs, lo=0.0, lo_open=True)
     q = batch_size / n
     return q, int(math.ceil(epochs / q))
 
@@ -831,7 +973,7 @@ def select_hyperparameters(
     delta: float,
     lr_grid: Iterable[float],
     eps_v_grid: Iterable[float],
-    seed: int,
+    random_state: RandomState,
     epochs: float,
     batch_size: int,
     progress: bool = False,
@@ -853,8 +995,12 @@ def select_hyperparameters(
         Every configuration tried with its validation accuracy.
     """
     import pandas as pd
-    from tqdm.auto import tqdm
 
+    _check_data(data)
+    methods = [_method(m) for m in _listed("methods", methods)]
+    lr_grid = [_real("lr", v, lo=0.0, lo_open=True) for v in _listed("lr_grid", lr_grid)]
+    eps_v_grid = [_real("eps_v", v, lo=0.0) for v in _listed("eps_v_grid", eps_v_grid)]
+    seed = seed_from(random_state)
     q, steps = steps_for(epochs, batch_size, data.X_train.shape[0])
     sigma = noise_for_epsilon(epsilon, delta, q, steps)
     configs = []
@@ -862,8 +1008,9 @@ def select_hyperparameters(
         evs = list(eps_v_grid) if METHODS[m]["correction"] != "none" else [list(eps_v_grid)[0]]
         configs += [(m, lr, ev) for lr in lr_grid for ev in evs]
     rows = []
-    for m, lr, ev in tqdm(configs, desc="validation grid", disable=not progress):
-        r = train_private(data, m, noise_multiplier=sigma, epochs=epochs, batch_size=batch_size, lr=lr, eps_v=ev, seed=seed, delta=delta, **train_kw)
+    for m, lr, ev in _progress(configs, desc="validation grid", disable=not progress):
+        r = train_private(data, m, noise_multiplier=sigma, epochs=epochs, batch_size=batch_size, lr=lr, eps_v=ev, random_state=seed,
+                          delta=delta, **train_kw)
         rows.append({"method": m, "lr": lr, "eps_v": ev if METHODS[m]["correction"] != "none" else float("nan"), "val_acc": r.test_acc, "val_loss": r.test_loss, "clamped": r.clamp_fraction})
     table = pd.DataFrame(rows)
     best = {}
@@ -891,15 +1038,24 @@ def accuracy_vs_epsilon(
     and a seed fixes initial weights, batches and noise draws for every method alike.
     """
     import pandas as pd
-    from tqdm.auto import tqdm
 
+    _check_data(data)
+    if not isinstance(hparams, Mapping) or not hparams:
+        raise ValueError("hparams must be a non-empty mapping {method: {'lr': ..., 'eps_v': ...}} (see select_hyperparameters)")
+    for m, hp in hparams.items():
+        _method(m)
+        if not isinstance(hp, Mapping) or "lr" not in hp or "eps_v" not in hp:
+            raise ValueError(f"hparams[{m!r}] must hold 'lr' and 'eps_v'")
+    epsilons = [_real("epsilon", e, lo=0.0, lo_open=True) for e in _listed("epsilons", epsilons)]
+    seeds = [_count("seed", s_, 0) for s_ in _listed("seeds", seeds)]
     q, steps = steps_for(epochs, batch_size, data.X_train.shape[0])
     jobs = [(e, s, m) for e in epsilons for s in seeds for m in hparams]
     sigmas = {e: noise_for_epsilon(e, delta, q, steps) for e in epsilons}
     rows = []
-    for e, s, m in tqdm(jobs, desc=f"{data.name}: runs", disable=not progress):
+    for e, s, m in _progress(jobs, desc=f"{data.name}: runs", disable=not progress):
         hp = hparams[m]
-        r = train_private(data, m, noise_multiplier=sigmas[e], epochs=epochs, batch_size=batch_size, lr=hp["lr"], eps_v=hp["eps_v"], seed=s, delta=delta, **train_kw)
+        r = train_private(data, m, noise_multiplier=sigmas[e], epochs=epochs, batch_size=batch_size, lr=hp["lr"], eps_v=hp["eps_v"],
+                          random_state=s, delta=delta, **train_kw)
         rows.append({"data": data.name, "target_eps": e, "seed": s, "method": m, "test_acc": r.test_acc, "epsilon": r.epsilon, "sigma_dp": r.noise_multiplier, "sigma_w": r.noise_std, "steps": r.steps, "clamped": r.clamp_fraction, "curve": r.acc_curve})
     return pd.DataFrame(rows)
 
@@ -916,21 +1072,29 @@ def dp_step_fn(
     omega: float = 0.5,
     kappa: float = 0.7,
     gamma: float | None = None,
-    seed: int = 0,
+    random_state: RandomState = 0,
 ) -> Callable[[], None]:
     """A closure doing one full DP step of ``method`` on the fixed batch ``(x, y)`` (for benchmarks).
 
     Per-example (two-point where the method uses it) gradients, clipping, noise with
     ``expected_batch_size = len(x)``, and the optimizer update, exactly as in :func:`train_private`.
     """
-    if method not in METHODS:
-        raise ValueError(f"method={method!r} is not known; use one of {list(METHODS)}")
+    _method(method)
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor) or x.ndim < 2 or y.ndim != 1 or len(x) != len(y) or len(x) == 0:
+        raise ValueError("x must be (B, features) and y (B,) tensors with the same B >= 1")
+    if not bool(torch.isfinite(x).all()):
+        raise ValueError("x holds NaN or infinite values")
+    _real("noise_multiplier", noise_multiplier, lo=0.0)
+    _real("max_norm", max_norm, lo=0.0, lo_open=True)
+    kappa = _check_kappa(kappa)
     gamma = (1.0 - kappa) / kappa if gamma is None else gamma
     B = x.shape[0]
     opt = make_optimizer(method, model.parameters(), noise_std=noise_multiplier * max_norm / B, lr=lr, omega=omega, kappa=kappa)
     params = dict(model.named_parameters())
     state = {"d": {k: torch.zeros_like(v) for k, v in params.items()}}
-    gen = torch.Generator().manual_seed(seed)
+    gen = _torch_gen(random_state)
     loss_fn = nn.functional.cross_entropy
 
     def step() -> None:
@@ -938,7 +1102,8 @@ def dp_step_fn(
             u = two_point_grads(model, loss_fn, x, y, state["d"], kappa=kappa, gamma=gamma)
         else:
             u = per_example_grads(model, loss_fn, x, y)
-        g = privatize({k: u[k] for k in params}, max_norm=max_norm, noise_multiplier=noise_multiplier, expected_batch_size=B, generator=gen)
+        g = privatize({k: u[k] for k in params}, max_norm=max_norm, noise_multiplier=noise_multiplier, expected_batch_size=B,
+                      random_state=gen)
         old = {k: v.detach().clone() for k, v in params.items()}
         for k, p in params.items():
             p.grad = g[k]

@@ -127,7 +127,7 @@ def test_bad_optimizer_arguments():
 
 def test_second_moment_bias_matches_prediction():
     mu = np.linspace(-0.5, 0.5, 50)
-    out = F.second_moment_bias(mu, 1.0, "innovation", omega=0.5, steps=3000, n_rep=16, seed=3)
+    out = F.second_moment_bias(mu, 1.0, "innovation", omega=0.5, steps=3000, n_rep=16, random_state=3)
     A = float(out["A"])
     assert A == pytest.approx(0.6)
     assert out["err_none"].mean() == pytest.approx(A, abs=0.03)
@@ -225,9 +225,9 @@ def test_dp_sgd_step_agrees_with_opacus():
     model, x, y = _toy(3, n=16)
     ours = copy.deepcopy(model)
     C, sigma, B, lr = 0.5, 1.3, 16, 0.1
-    gsm, dpo = F.opacus_dp_optimizer(model, torch.optim.SGD(model.parameters(), lr=lr), noise_multiplier=sigma, max_norm=C, expected_batch_size=B, generator=torch.Generator().manual_seed(42))
+    gsm, dpo = F.opacus_dp_optimizer(model, torch.optim.SGD(model.parameters(), lr=lr), noise_multiplier=sigma, max_norm=C, expected_batch_size=B, random_state=torch.Generator().manual_seed(42))
     F.opacus_step(gsm, dpo, x, y)
-    g = F.privatize(F.per_example_grads(ours, nn.functional.cross_entropy, x, y), max_norm=C, noise_multiplier=sigma, expected_batch_size=B, generator=torch.Generator().manual_seed(42))
+    g = F.privatize(F.per_example_grads(ours, nn.functional.cross_entropy, x, y), max_norm=C, noise_multiplier=sigma, expected_batch_size=B, random_state=torch.Generator().manual_seed(42))
     with torch.no_grad():
         for k, p in ours.named_parameters():
             p.add_(g[k], alpha=-lr)
@@ -240,12 +240,12 @@ def test_dp_adamw_agrees_with_opacus_dp_adam_over_steps():
     model, x, y = _toy(4, n=16)
     ours = copy.deepcopy(model)
     C, sigma, B, lr = 1.0, 0.8, 16, 1e-2
-    gsm, dpo = F.opacus_dp_optimizer(model, torch.optim.Adam(model.parameters(), lr=lr), noise_multiplier=sigma, max_norm=C, expected_batch_size=B, generator=torch.Generator().manual_seed(7))
+    gsm, dpo = F.opacus_dp_optimizer(model, torch.optim.Adam(model.parameters(), lr=lr), noise_multiplier=sigma, max_norm=C, expected_batch_size=B, random_state=torch.Generator().manual_seed(7))
     opt = F.make_optimizer("DP-AdamW", ours.parameters(), noise_std=sigma * C / B, lr=lr)
     gen = torch.Generator().manual_seed(7)
     for _ in range(4):
         F.opacus_step(gsm, dpo, x, y)
-        g = F.privatize(F.per_example_grads(ours, nn.functional.cross_entropy, x, y), max_norm=C, noise_multiplier=sigma, expected_batch_size=B, generator=gen)
+        g = F.privatize(F.per_example_grads(ours, nn.functional.cross_entropy, x, y), max_norm=C, noise_multiplier=sigma, expected_batch_size=B, random_state=gen)
         for k, p in ours.named_parameters():
             p.grad = g[k]
         opt.step()
@@ -278,8 +278,8 @@ def test_accounting_round_trip_and_gaussian_oracle():
 
 
 def test_train_private_is_deterministic_and_private():
-    data = F.load_tabular("breast_cancer", seed=0)
-    kw = dict(noise_multiplier=1.0, epochs=1, batch_size=64, seed=5)
+    data = F.load_tabular("breast_cancer", random_state=0)
+    kw = dict(noise_multiplier=1.0, epochs=1, batch_size=64, random_state=5)
     r1 = F.train_private(data, "FIBER", **kw)
     r2 = F.train_private(data, "FIBER", **kw)
     assert r1.test_acc == r2.test_acc and r1.acc_curve == r2.acc_curve
@@ -293,13 +293,13 @@ def test_data_errors():
     data = F.load_tabular("breast_cancer")
     with pytest.raises(ValueError, match="batch_size"):
         F.train_private(data, "FIBER", noise_multiplier=1.0, batch_size=0)
-    val = F.validation_split(data, frac=0.25, seed=0)
+    val = F.validation_split(data, frac=0.25, random_state=0)
     assert val.X_train.shape[0] + val.X_test.shape[0] == data.X_train.shape[0]
 
 
 def test_select_hyperparameters_picks_best_validation_config():
-    data = F.validation_split(F.load_tabular("breast_cancer", seed=0), seed=0)
-    best, table = F.select_hyperparameters(data, ["DP-AdamW", "FIBER"], epsilon=4.0, delta=1e-5, lr_grid=[1e-3, 3e-2], eps_v_grid=[1e-4], seed=1, epochs=1, batch_size=64)
+    data = F.validation_split(F.load_tabular("breast_cancer", random_state=0), random_state=0)
+    best, table = F.select_hyperparameters(data, ["DP-AdamW", "FIBER"], epsilon=4.0, delta=1e-5, lr_grid=[1e-3, 3e-2], eps_v_grid=[1e-4], random_state=1, epochs=1, batch_size=64)
     assert len(table) == 2 + 2  # DP-AdamW: lr only; FIBER: lr x eps_v
     for m, sub in table.groupby("method"):
         top = sub.sort_values(["val_acc", "val_loss"], ascending=[False, True]).iloc[0]
@@ -309,7 +309,7 @@ def test_select_hyperparameters_picks_best_validation_config():
 def test_dp_step_fn_updates_parameters_and_rejects_unknown_method():
     model, x, y = _toy(5, n=8)
     before = [p.detach().clone() for p in model.parameters()]
-    step = F.dp_step_fn("FIBER", model, x, y, noise_multiplier=1.0, seed=0)
+    step = F.dp_step_fn("FIBER", model, x, y, noise_multiplier=1.0, random_state=0)
     step()
     step()
     assert any(not torch.equal(b, p.detach()) for b, p in zip(before, model.parameters()))
