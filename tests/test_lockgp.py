@@ -327,7 +327,7 @@ def test_regressor_bad_input():
         lg.GPRegressor("rbf").fit(["ACD", "ACE"], [1.0, 2.0])
     with pytest.raises(ValueError, match="y must have shape"):
         lg.GPRegressor().fit(["ACD", "ACE"], [1.0])
-    with pytest.raises(RuntimeError, match="not fitted"):
+    with pytest.raises(ValueError, match="not fitted"):
         lg.GPRegressor().predict(["ACD"])
     with pytest.raises(ValueError, match="max_iter"):
         lg.fit_map(None, max_iter=0)  # type: ignore[arg-type]

@@ -35,6 +35,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from numbers import Integral, Real
 from pathlib import Path
 
 import gpytorch
@@ -45,6 +46,9 @@ from gpytorch.kernels import AdditiveKernel, HammingIMQKernel, Kernel, LinearKer
 from gpytorch.priors import GammaPrior, NormalPrior
 from gpytorch.utils.warnings import NumericalWarning
 from torch import Tensor
+
+from ._common import check_random_state, seed_from
+from ._common import progress as _progress
 
 __all__ = [
     "ALPHABET",
@@ -78,6 +82,50 @@ AMINO_ACIDS: str = "ARNDCQEGHILKMFPSTWYV"
 ALPHABET: str = AMINO_ACIDS + "-"
 
 
+def _check_int(value, name: str, minimum: int = 1) -> int:
+    """``value`` as an int >= ``minimum`` (integral floats such as 3.0 are accepted)."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name}={value!r} must be an integer >= {minimum}, got a bool")
+    if isinstance(value, Integral):
+        v = int(value)
+    elif isinstance(value, Real) and math.isfinite(value) and float(value).is_integer():
+        v = int(value)
+    elif isinstance(value, Real):
+        raise ValueError(f"{name}={value!r} must be an integer >= {minimum}")
+    else:
+        raise TypeError(f"{name}={value!r} must be an integer >= {minimum}, got {type(value).__name__}")
+    if v < minimum:
+        raise ValueError(f"{name}={value!r} must be an integer >= {minimum}")
+    return v
+
+
+def _check_nonneg(value, name: str, *, positive: bool = False) -> float:
+    """``value`` as a finite float >= 0 (> 0 with ``positive``)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real):
+        raise TypeError(f"{name}={value!r} must be a real number, got {type(value).__name__}")
+    v = float(value)
+    if not math.isfinite(v) or v < 0 or (positive and v == 0):
+        raise ValueError(f"{name}={value!r} must be a finite number {'> 0' if positive else '>= 0'}")
+    return v
+
+
+def _square_matrix(B, name: str = "B") -> np.ndarray:
+    try:
+        M = np.asarray(B)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a numeric square matrix ({exc})") from None
+    if M.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be a real numeric matrix, got dtype {M.dtype}")
+    M = M.astype(float)
+    if M.ndim != 2 or M.shape[0] != M.shape[1] or M.shape[0] == 0:
+        raise ValueError(f"{name} must be a non-empty square matrix, got shape {M.shape}")
+    if not np.all(np.isfinite(M)):
+        raise ValueError(f"{name} must be finite (found NaN or inf)")
+    if not np.allclose(M, M.T):
+        raise ValueError(f"{name} must be symmetric")
+    return M
+
+
 # --------------------------------------------------------------------------------------
 # Substitution matrices
 # --------------------------------------------------------------------------------------
@@ -98,6 +146,11 @@ def blosum50(alphabet: str = ALPHABET) -> np.ndarray:
     -------
     numpy.ndarray, shape (A, A)
         Integer-valued (float64) symmetric matrix ``B[a, b]``.
+
+    References
+    ----------
+    S. Henikoff, J. G. Henikoff, PNAS 89 (1992); as used by Jankowiak et al., ICML 2026,
+    arXiv:2606.11057, Sec. 3 (code: https://github.com/generatebio/lock_gp).
     """
     from Bio.Align import substitution_matrices
 
@@ -108,6 +161,8 @@ def blosum50(alphabet: str = ALPHABET) -> np.ndarray:
 
 
 def _check_alphabet(alphabet: str) -> None:
+    if not isinstance(alphabet, str) or not alphabet:
+        raise TypeError(f"alphabet must be a non-empty str of tokens, got {alphabet!r}")
     bad = sorted(set(alphabet) - set(ALPHABET))
     if bad:
         raise ValueError(f"alphabet has token(s) {bad} not in BLOSUM50; allowed tokens are {ALPHABET!r}")
@@ -138,14 +193,14 @@ def normalize_substitution_matrix(B: np.ndarray, target: float = 0.25) -> np.nda
     Returns
     -------
     numpy.ndarray, shape (A, A)
+
+    References
+    ----------
+    M. Jankowiak et al., "Flexible Kernels for Protein Property Prediction", ICML 2026,
+    arXiv:2606.11057, Sec. 3; authors' code: https://github.com/generatebio/lock_gp.
     """
-    B = np.asarray(B, dtype=float)
-    if B.ndim != 2 or B.shape[0] != B.shape[1]:
-        raise ValueError(f"B must be a square matrix, got shape {B.shape}")
-    if not np.allclose(B, B.T):
-        raise ValueError("B must be symmetric")
-    if not target > 0:
-        raise ValueError(f"target={target!r} must be positive")
+    B = _square_matrix(B)
+    target = _check_nonneg(target, "target", positive=True)
     d = np.diag(B)
     S = B - 0.5 * (d[:, None] + d[None, :])
     med = abs(float(np.median(S)))
@@ -168,10 +223,18 @@ def correlation_matrix(B_tilde: np.ndarray, gamma: float) -> np.ndarray:
         Normalised matrix from :func:`normalize_substitution_matrix`.
     gamma : float
         Exponent, > 0.
+
+    Returns
+    -------
+    numpy.ndarray, shape (A, A)
+
+    References
+    ----------
+    M. Jankowiak et al., "Flexible Kernels for Protein Property Prediction", ICML 2026,
+    arXiv:2606.11057, Sec. 3 (infinite divisibility); authors' code: https://github.com/generatebio/lock_gp.
     """
-    if not gamma > 0:
-        raise ValueError(f"gamma={gamma!r} must be positive")
-    return np.exp(gamma * np.asarray(B_tilde, dtype=float))
+    gamma = _check_nonneg(gamma, "gamma", positive=True)
+    return np.exp(gamma * _square_matrix(B_tilde, "B_tilde"))
 
 
 def blosum_embedding(B: np.ndarray) -> np.ndarray:
@@ -181,12 +244,22 @@ def blosum_embedding(B: np.ndarray) -> np.ndarray:
     log-odds matrix; negative eigenvalues are clamped to zero, so :math:`E E^\top` is the
     nearest PSD matrix to :math:`B` in this basis (``TanimotoKernel`` in the released code).
 
+    Parameters
+    ----------
+    B : array_like, shape (A, A)
+        Symmetric log-odds matrix.
+
     Returns
     -------
     numpy.ndarray, shape (A, A)
         Row ``a`` is the embedding of token ``a``.
+
+    References
+    ----------
+    M. Jankowiak et al., "Flexible Kernels for Protein Property Prediction", ICML 2026,
+    arXiv:2606.11057 (the Tanimoto baseline); authors' code: https://github.com/generatebio/lock_gp.
     """
-    B = np.asarray(B, dtype=float)
+    B = _square_matrix(B)
     lam, V = np.linalg.eigh(B)
     return V * np.sqrt(np.clip(lam, 0.0, None))[None, :]
 
@@ -219,7 +292,14 @@ def encode_indices(sequences: Sequence[str], alphabet: str = ALPHABET, length: i
         outside the alphabet (names it, its sequence and the allowed tokens).
     TypeError
         An element that is not a string.
+
+    References
+    ----------
+    M. Jankowiak et al., "Flexible Kernels for Protein Property Prediction", ICML 2026,
+    arXiv:2606.11057 (sequences are aligned and one-hot encoded); authors' code: https://github.com/generatebio/lock_gp.
     """
+    if not isinstance(alphabet, str) or not alphabet:
+        raise TypeError(f"alphabet must be a non-empty str of tokens, got {alphabet!r}")
     if isinstance(sequences, str):
         raise TypeError("sequences must be a sequence of strings, not a single string")
     seqs = list(sequences)
@@ -228,7 +308,7 @@ def encode_indices(sequences: Sequence[str], alphabet: str = ALPHABET, length: i
     for i, s in enumerate(seqs):
         if not isinstance(s, str):
             raise TypeError(f"sequence {i} is {type(s).__name__}, expected str")
-    L = len(seqs[0]) if length is None else int(length)
+    L = len(seqs[0]) if length is None else _check_int(length, "length")
     if L < 1:
         raise ValueError(f"sequence length must be >= 1, got {L}")
     lengths = np.fromiter((len(s) for s in seqs), dtype=np.int64, count=len(seqs))
@@ -261,7 +341,28 @@ def encode_indices(sequences: Sequence[str], alphabet: str = ALPHABET, length: i
 def encode_one_hot(
     sequences: Sequence[str], alphabet: str = ALPHABET, dtype: torch.dtype = torch.float64
 ) -> Tensor:
-    """One-hot encoding, shape ``(N, L, A)``, of validated sequences (see :func:`encode_indices`)."""
+    """One-hot encoding, shape ``(N, L, A)``, of validated sequences (see :func:`encode_indices`).
+
+    Parameters
+    ----------
+    sequences : sequence of str
+        Aligned sequences of one length.
+    alphabet : str
+        Token order.
+    dtype : torch.dtype
+        A floating-point dtype of the result.
+
+    Returns
+    -------
+    torch.Tensor, shape (N, L, A)
+
+    References
+    ----------
+    M. Jankowiak et al., "Flexible Kernels for Protein Property Prediction", ICML 2026,
+    arXiv:2606.11057; authors' code: https://github.com/generatebio/lock_gp.
+    """
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype={dtype!r} must be a floating-point torch.dtype")
     idx = torch.from_numpy(encode_indices(sequences, alphabet))
     return torch.nn.functional.one_hot(idx, num_classes=len(alphabet)).to(dtype)  # (N, L, A)
 
@@ -280,15 +381,17 @@ class _OneHotKernel(Kernel):
     has_lengthscale = False
 
     def __init__(self, num_positions: int, alphabet_size: int = len(ALPHABET), **kwargs) -> None:
-        if int(num_positions) < 1:
-            raise ValueError(f"num_positions={num_positions!r} must be a positive integer")
+        num_positions = _check_int(num_positions, "num_positions")
+        alphabet_size = _check_int(alphabet_size, "alphabet_size")
         super().__init__(**kwargs)
-        self.num_positions = int(num_positions)
-        self.alphabet_size = int(alphabet_size)
+        self.num_positions = num_positions
+        self.alphabet_size = alphabet_size
 
     def _unflatten(self, x: Tensor) -> Tensor:
         L, A = self.num_positions, self.alphabet_size
-        if x.shape[-1] != L * A:
+        if not isinstance(x, Tensor):
+            raise TypeError(f"kernel inputs must be torch tensors of shape (..., N, L*A), got {type(x).__name__}")
+        if x.ndim < 2 or x.shape[-1] != L * A:
             raise ValueError(
                 f"input has {x.shape[-1]} features; expected num_positions*alphabet_size = {L}*{A} = {L * A} "
                 "(one-hot sequences flattened to (..., N, L*A))"
@@ -319,6 +422,11 @@ class LinearGlobalKernel(_OneHotKernel):
         Sequence length ``L``.
     batch_shape : torch.Size, optional
         Batch of independent hyper-parameters (gpytorch convention).
+
+    References
+    ----------
+    M. Jankowiak et al., "Flexible Kernels for Protein Property Prediction", ICML 2026,
+    arXiv:2606.11057, Sec. 3 (``LinearGlobalLOCKKernel``); authors' code: https://github.com/generatebio/lock_gp.
     """
 
     def __init__(self, num_positions: int, **kwargs) -> None:
@@ -357,6 +465,18 @@ class NonlinearLocalKernel(_OneHotKernel):
     :math:`\theta_l \sim \mathcal N(0, 0.5^2)`. :math:`k_\text{nl}(x, x) = 1` since
     :math:`\tilde B_{aa} = 0`; it decays with a substitution-weighted distance in sequence
     space (``NonlinearLocalLOCKKernel`` in the released code).
+
+    Parameters
+    ----------
+    num_positions : int
+        Sequence length ``L``.
+    batch_shape : torch.Size, optional
+        Batch of independent hyper-parameters.
+
+    References
+    ----------
+    M. Jankowiak et al., "Flexible Kernels for Protein Property Prediction", ICML 2026,
+    arXiv:2606.11057, Sec. 3 (``NonlinearLocalLOCKKernel``); authors' code: https://github.com/generatebio/lock_gp.
     """
 
     def __init__(self, num_positions: int, **kwargs) -> None:
@@ -399,6 +519,16 @@ class TanimotoBlosumKernel(_OneHotKernel):
         k(x, x') = \frac{\langle \phi, \phi' \rangle}{\|\phi\|^2 + \|\phi'\|^2 - \langle \phi, \phi' \rangle}.
 
     No hyper-parameters (use inside a ``ScaleKernel``).
+
+    Parameters
+    ----------
+    num_positions : int
+        Sequence length ``L``.
+
+    References
+    ----------
+    The Tanimoto baseline of Jankowiak et al., ICML 2026, arXiv:2606.11057 (``TanimotoKernel`` in
+    https://github.com/generatebio/lock_gp).
     """
 
     def __init__(self, num_positions: int, **kwargs) -> None:
@@ -427,13 +557,31 @@ class FastHammingIMQKernel(HammingIMQKernel):
     :math:`d_H = L - \langle \text{onehot}(x), \text{onehot}(x') \rangle` is formed by a
     ``(N, L*V) @ (L*V, M)`` product instead of gpytorch's ``(N, M, L, V)`` broadcast,
     which takes minutes at N = 384 on a CPU (see the chapter's benchmark).
+
+    Parameters
+    ----------
+    vocab_size : int
+        Alphabet size V (21 for :data:`ALPHABET`).
+    **kwargs
+        As :class:`gpytorch.kernels.HammingIMQKernel`.
+
+    References
+    ----------
+    H. Amin et al., arXiv:2304.03775 (2023); a baseline beside Jankowiak et al., ICML 2026,
+    arXiv:2606.11057 (code: https://github.com/generatebio/lock_gp).
     """
+
+    def __init__(self, vocab_size: int, **kwargs) -> None:
+        super().__init__(vocab_size=_check_int(vocab_size, "vocab_size"), **kwargs)
 
     def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, last_dim_is_batch: bool = False, **params):
         if last_dim_is_batch:
             raise ValueError("last_dim_is_batch=True is not supported by sequence kernels")
-        if x1.shape[-1] % self.vocab_size:
-            raise ValueError(f"input has {x1.shape[-1]} features, not a multiple of vocab_size={self.vocab_size}")
+        if not (isinstance(x1, Tensor) and isinstance(x2, Tensor)):
+            raise TypeError("kernel inputs must be torch tensors of shape (..., N, L*V)")
+        if x1.ndim < 2 or x1.shape[-1] % self.vocab_size or x1.shape[-1] != x2.shape[-1]:
+            raise ValueError(f"inputs have {x1.shape[-1]} and {x2.shape[-1]} features; both must be the same "
+                             f"multiple of vocab_size={self.vocab_size} (one-hot flattened to (..., N, L*V))")
         L = x1.shape[-1] // self.vocab_size
         if diag:
             dist = L - (x1 * x2).sum(-1)  # (..., N)
@@ -460,6 +608,22 @@ def build_lock_kernel(num_positions: int, **kwargs) -> Kernel:
     distance in sequence space), the second term a global additive model. Outputscales
     :math:`s_i \sim \mathrm{Gamma}(2, 2)`, :math:`s_i \ge 10^{-4}` (``build_lock_kernel`` in
     the released code).
+
+    Parameters
+    ----------
+    num_positions : int
+        Sequence length ``L``.
+    **kwargs
+        Passed to each part (e.g. ``batch_shape``).
+
+    Returns
+    -------
+    gpytorch.kernels.Kernel
+
+    References
+    ----------
+    M. Jankowiak et al., "Flexible Kernels for Protein Property Prediction", ICML 2026,
+    arXiv:2606.11057, Sec. 3 (``build_lock_kernel``); authors' code: https://github.com/generatebio/lock_gp.
     """
     nonlinear = NonlinearLocalKernel(num_positions, **kwargs)
     linear1 = LinearGlobalKernel(num_positions, **kwargs)
@@ -485,7 +649,29 @@ def build_kernel(name: str, num_positions: int, alphabet_size: int = len(ALPHABE
     ``hamming`` is gpytorch's ``HammingIMQKernel`` (Amin et al. 2023; computed by
     :class:`FastHammingIMQKernel`, equal to it to rounding), both with the same
     outputscale prior as LOCK; ``lock-lin`` and ``lock-nl`` are the two halves of LOCK alone.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`MODELS`.
+    num_positions : int
+        Sequence length ``L``.
+    alphabet_size : int
+        Alphabet size (21).
+
+    Returns
+    -------
+    gpytorch.kernels.Kernel
+
+    References
+    ----------
+    M. Jankowiak et al., "Flexible Kernels for Protein Property Prediction", ICML 2026,
+    arXiv:2606.11057 (the demo's baselines); authors' code: https://github.com/generatebio/lock_gp.
     """
+    if not isinstance(name, str) or name not in MODELS:
+        raise ValueError(f"unknown model {name!r}; use one of {', '.join(map(repr, MODELS))}")
+    num_positions = _check_int(num_positions, "num_positions")
+    alphabet_size = _check_int(alphabet_size, "alphabet_size")
     if name == "lock":
         return build_lock_kernel(num_positions)
     if name == "linear":
@@ -506,9 +692,33 @@ def build_kernel(name: str, num_positions: int, alphabet_size: int = len(ALPHABE
 # --------------------------------------------------------------------------------------
 
 class ExactGPModel(gpytorch.models.ExactGP):
-    """Exact GP with constant mean and Gaussian noise (prior Gamma(2, 2), floor 1e-4)."""
+    """Exact GP with constant mean and Gaussian noise (prior Gamma(2, 2), floor 1e-4).
+
+    Parameters
+    ----------
+    train_x : torch.Tensor, shape (N, D)
+        Training inputs (flattened one-hot sequences for the sequence kernels).
+    train_y : torch.Tensor, shape (N,)
+        Finite training targets.
+    kernel : gpytorch.kernels.Kernel
+        Covariance function.
+
+    References
+    ----------
+    As ``GPWrapper`` in the code of Jankowiak et al., ICML 2026, arXiv:2606.11057
+    (https://github.com/generatebio/lock_gp).
+    """
 
     def __init__(self, train_x: Tensor, train_y: Tensor, kernel: Kernel) -> None:
+        if not (isinstance(train_x, Tensor) and isinstance(train_y, Tensor)):
+            raise TypeError(f"train_x and train_y must be torch tensors, got {type(train_x).__name__} and {type(train_y).__name__}")
+        if train_x.ndim != 2 or train_y.ndim != 1 or train_x.shape[0] != train_y.shape[0] or train_y.shape[0] < 1:
+            raise ValueError(f"need train_x of shape (N, D) and train_y of shape (N,), N >= 1; "
+                             f"got {tuple(train_x.shape)} and {tuple(train_y.shape)}")
+        if not (torch.isfinite(train_x).all() and torch.isfinite(train_y).all()):
+            raise ValueError("train_x and train_y must be finite (found NaN or inf)")
+        if not isinstance(kernel, Kernel):
+            raise TypeError(f"kernel must be a gpytorch Kernel, got {type(kernel).__name__}")
         likelihood = gpytorch.likelihoods.GaussianLikelihood(
             noise_prior=GammaPrior(2.0, 2.0), noise_constraint=GreaterThan(1e-4)
         )
@@ -536,16 +746,29 @@ def fit_map(model: ExactGPModel, max_iter: int = 200) -> dict[str, float]:
     factorisation fails is given a large loss, so the line search backs off; the best
     parameters seen are kept. A failure at the starting point is raised.
 
+    Parameters
+    ----------
+    model : ExactGPModel
+        The model whose parameters are fitted in place.
+    max_iter : int >= 1
+        L-BFGS-B iteration cap.
+
     Returns
     -------
     dict
         ``loss`` (final objective), ``n_iter``, ``n_eval``, ``n_failed`` evaluations,
         ``n_jitter`` (gpytorch jitter warnings swallowed), ``converged`` (0/1).
+
+    References
+    ----------
+    M. Jankowiak et al., "Flexible Kernels for Protein Property Prediction", ICML 2026,
+    arXiv:2606.11057 (``fit_gpytorch_mll`` in the demo); authors' code: https://github.com/generatebio/lock_gp.
     """
     from scipy.optimize import minimize
 
-    if max_iter < 1:
-        raise ValueError(f"max_iter={max_iter!r} must be >= 1")
+    max_iter = _check_int(max_iter, "max_iter")
+    if not isinstance(model, ExactGPModel):
+        raise TypeError(f"model must be an ExactGPModel, got {type(model).__name__}")
     params = [p for p in model.parameters() if p.requires_grad]
     sizes = [p.numel() for p in params]
 
@@ -604,14 +827,18 @@ def fit_map(model: ExactGPModel, max_iter: int = 200) -> dict[str, float]:
 
 
 def _as_one_hot(X: Sequence[str] | np.ndarray | Tensor) -> Tensor:
+    if isinstance(X, (str, bytes)) or X is None or isinstance(X, (Real, Mapping)):
+        raise TypeError(f"X must be a list of sequences or a one-hot array of shape (N, L, {len(ALPHABET)}), got {type(X).__name__}")
     if isinstance(X, Tensor):
         x = X.to(torch.float64)
     elif isinstance(X, np.ndarray) and X.dtype.kind in "fiub":
         x = torch.from_numpy(np.asarray(X, dtype=np.float64))
     else:
         x = encode_one_hot(list(X))
-    if x.ndim != 3 or x.shape[-1] != len(ALPHABET):
+    if x.ndim != 3 or x.shape[-1] != len(ALPHABET) or 0 in x.shape:
         raise ValueError(f"X must be sequences or one-hot of shape (N, L, {len(ALPHABET)}), got shape {tuple(x.shape)}")
+    if not torch.isfinite(x).all():
+        raise ValueError("X must be finite (found NaN or inf in the one-hot array)")
     return x  # (N, L, A)
 
 
@@ -628,14 +855,19 @@ class GPRegressor:
         A key of :data:`MODELS` (default ``"lock"``).
     max_iter : int
         L-BFGS-B iteration cap.
-    random_state : int, optional
-        Unused by the deterministic fit; kept for the scikit-learn convention.
+    random_state : int, numpy.random.Generator or None
+        Unused by the deterministic fit (validated); kept for the scikit-learn convention.
 
     Attributes
     ----------
     model_ : ExactGPModel
     fit_info_ : dict
         Output of :func:`fit_map` plus ``fit_s`` (wall seconds).
+
+    References
+    ----------
+    M. Jankowiak et al., "Flexible Kernels for Protein Property Prediction", ICML 2026,
+    arXiv:2606.11057 (``GPWrapper``); authors' code: https://github.com/generatebio/lock_gp.
     """
 
     def __init__(self, kernel: str = "lock", max_iter: int = 200, random_state: int | None = None) -> None:
@@ -644,10 +876,31 @@ class GPRegressor:
         self.random_state = random_state
 
     def fit(self, X: Sequence[str] | np.ndarray | Tensor, y: np.ndarray | Tensor) -> GPRegressor:
-        if self.kernel not in MODELS:
+        """Fit the GP's hyper-parameters by MAP.
+
+        Parameters
+        ----------
+        X : sequence of str, or one-hot array/tensor of shape (N, L, 21)
+            Training sequences.
+        y : array_like, shape (N,)
+            Finite training targets.
+
+        Returns
+        -------
+        GPRegressor
+            ``self``.
+        """
+        if not isinstance(self.kernel, str) or self.kernel not in MODELS:
             raise ValueError(f"unknown kernel {self.kernel!r}; use one of {', '.join(map(repr, MODELS))}")
+        _check_int(self.max_iter, "max_iter")
+        if self.random_state is not None:
+            check_random_state(self.random_state)
         x = _as_one_hot(X)  # (N, L, A)
-        y_t = torch.as_tensor(np.asarray(y, dtype=np.float64))
+        try:
+            y_np = np.asarray(y.detach().cpu().numpy() if isinstance(y, Tensor) else y, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"y must be numeric, got {type(y).__name__} ({exc})") from None
+        y_t = torch.as_tensor(y_np)
         if y_t.ndim != 1 or y_t.shape[0] != x.shape[0]:
             raise ValueError(f"y must have shape ({x.shape[0]},), got {tuple(y_t.shape)}")
         if x.shape[0] < 2:
@@ -667,9 +920,18 @@ class GPRegressor:
 
     @torch.no_grad()
     def predict(self, X: Sequence[str] | np.ndarray | Tensor) -> tuple[np.ndarray, np.ndarray]:
-        """Predictive mean and variance (noise included) on the original scale, each shape (M,)."""
+        """Predictive mean and variance (noise included) on the original scale.
+
+        Parameters
+        ----------
+        X : sequence of str, or one-hot array/tensor of shape (M, L, 21)
+
+        Returns
+        -------
+        mean, var : numpy.ndarray, shape (M,)
+        """
         if not hasattr(self, "model_"):
-            raise RuntimeError("GPRegressor is not fitted; call fit first")
+            raise ValueError("GPRegressor is not fitted; call fit first")
         x = _as_one_hot(X)
         if x.shape[1] != self.num_positions_:
             raise ValueError(f"X has {x.shape[1]} positions, the model was fitted on {self.num_positions_}")
@@ -687,14 +949,47 @@ def evaluate(y_true: np.ndarray, mean: np.ndarray, var: np.ndarray) -> dict[str,
     r"""Spearman, Pearson, MAE and mean Gaussian NLL of predictions (the paper's four metrics).
 
     .. math:: \text{NLL} = \frac1M \sum_i \tfrac12\log(2\pi\sigma_i^2) + \frac{(y_i-\mu_i)^2}{2\sigma_i^2}
+
+    Parameters
+    ----------
+    y_true : array_like, shape (M,)
+        Measured values (finite, not all equal), M >= 2.
+    mean : array_like, shape (M,)
+        Predictive means (finite, not all equal: a correlation with a constant is undefined).
+    var : array_like, shape (M,)
+        Predictive variances, > 0.
+
+    Returns
+    -------
+    dict
+        ``spearman``, ``pearson``, ``mae``, ``nll``.
+
+    References
+    ----------
+    M. Jankowiak et al., "Flexible Kernels for Protein Property Prediction", ICML 2026,
+    arXiv:2606.11057 (the four metrics of its tables); authors' code: https://github.com/generatebio/lock_gp.
     """
     from scipy.stats import pearsonr, spearmanr
 
-    y_true, mean, var = (np.asarray(a, dtype=float) for a in (y_true, mean, var))
+    arrs = []
+    for name, a in (("y_true", y_true), ("mean", mean), ("var", var)):
+        try:
+            arr = np.asarray(a, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"{name} must be numeric ({exc})") from None
+        arrs.append(arr)
+    y_true, mean, var = arrs
     if not (y_true.shape == mean.shape == var.shape) or y_true.ndim != 1:
         raise ValueError(f"shapes differ or are not 1-D: {y_true.shape}, {mean.shape}, {var.shape}")
+    if y_true.size < 2:
+        raise ValueError(f"need at least 2 test points for a correlation, got {y_true.size}")
+    if not (np.all(np.isfinite(y_true)) and np.all(np.isfinite(mean)) and np.all(np.isfinite(var))):
+        raise ValueError("y_true, mean and var must be finite (found NaN or inf)")
     if np.any(var <= 0):
         raise ValueError("predictive variances must be positive")
+    for name, a in (("y_true", y_true), ("mean", mean)):
+        if np.ptp(a) == 0:
+            raise ValueError(f"{name} is constant; Spearman and Pearson correlations are undefined")
     r = y_true - mean
     return {
         "spearman": float(spearmanr(y_true, mean).statistic),
@@ -711,7 +1006,23 @@ def evaluate(y_true: np.ndarray, mean: np.ndarray, var: np.ndarray) -> dict[str,
 
 @dataclass
 class Landscape:
-    """A protein property landscape: aligned sequences and one value each."""
+    """A protein property landscape: aligned sequences and one value each.
+
+    Parameters
+    ----------
+    sequences : list of str
+        Aligned sequences of one length.
+    y : array_like, shape (N,)
+        Finite property values.
+    name : str
+        Label.
+    info : dict
+        Generator details.
+
+    References
+    ----------
+    The data of Jankowiak et al., ICML 2026, arXiv:2606.11057 (code: https://github.com/generatebio/lock_gp).
+    """
 
     sequences: list[str]
     y: np.ndarray
@@ -719,7 +1030,17 @@ class Landscape:
     info: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.y = np.asarray(self.y, dtype=float)
+        if isinstance(self.sequences, str) or not all(isinstance(q, str) for q in self.sequences):
+            raise TypeError("sequences must be a list of str")
+        self.sequences = list(self.sequences)
+        try:
+            self.y = np.asarray(self.y, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"y must be numeric ({exc})") from None
+        if self.y.ndim != 1:
+            raise ValueError(f"y must be 1-D, got shape {self.y.shape}")
+        if not np.all(np.isfinite(self.y)):
+            raise ValueError("y must be finite (found NaN or inf)")
         if len(self.sequences) != self.y.shape[0]:
             raise ValueError(f"{len(self.sequences)} sequences but {self.y.shape[0]} values")
 
@@ -764,21 +1085,46 @@ def make_landscape(
     The two kinds use the same random numbers (same wild type, variants, weights, pairs,
     noise, and the same :math:`u_l`), so they differ only in the correlation of the effects.
 
+    Parameters
+    ----------
+    n_variants : int >= 2
+        Number of distinct variants.
+    kind : {"blosum", "control"}
+        Whether the effects follow BLOSUM correlations.
+    length : int >= 1
+        Sequence length L.
+    max_mutations : int in [1, length]
+        Most substitutions per variant.
+    n_pairs : int >= 0
+        Epistatic pairs (needs length >= 2 when > 0).
+    epistasis, noise : float >= 0
+        Pair-coupling sd and relative noise sd.
+    random_state : int, numpy.random.Generator or None
+        Seed or generator.
+
     Returns
     -------
     Landscape
         ``info`` holds the wild type, weights, effects, pairs and ``r2_ceiling``
         (the share of variance not due to noise).
+
+    References
+    ----------
+    Our synthetic stand-in for the landscapes of Jankowiak et al., ICML 2026, arXiv:2606.11057
+    (code: https://github.com/generatebio/lock_gp).
     """
     if kind not in ("blosum", "control"):
         raise ValueError(f"kind={kind!r}; use 'blosum' or 'control'")
-    if int(n_variants) < 2:
-        raise ValueError(f"n_variants={n_variants!r} must be >= 2")
-    if not 1 <= int(max_mutations) <= int(length):
+    n_variants = _check_int(n_variants, "n_variants", minimum=2)
+    length = _check_int(length, "length")
+    max_mutations = _check_int(max_mutations, "max_mutations")
+    if max_mutations > length:
         raise ValueError(f"max_mutations={max_mutations!r} must be in [1, length={length}]")
-    if noise < 0 or epistasis < 0:
-        raise ValueError(f"noise={noise!r} and epistasis={epistasis!r} must be >= 0")
-    rng = np.random.default_rng(random_state)
+    n_pairs = _check_int(n_pairs, "n_pairs", minimum=0)
+    if n_pairs > 0 and length < 2:
+        raise ValueError(f"n_pairs={n_pairs} epistatic pairs need length >= 2, got length={length}")
+    noise, epistasis = _check_nonneg(noise, "noise"), _check_nonneg(epistasis, "epistasis")
+    rng = check_random_state(random_state)
     L, n = int(length), int(n_variants)
     wt = rng.integers(0, 20, size=L)  # (L,)
     w = np.exp(0.5 * rng.standard_normal(L))  # (L,)
@@ -839,6 +1185,13 @@ def load_landscape(
     sequence_col, value_col : str
         Column names (defaults match the authors' demo file).
 
+    alphabet : str
+        Allowed tokens.
+
+    Returns
+    -------
+    Landscape
+
     Raises
     ------
     FileNotFoundError
@@ -846,13 +1199,27 @@ def load_landscape(
     ValueError
         A missing column (names the ones present), a missing or non-numeric value, or a bad
         sequence (see :func:`encode_indices`).
+    TypeError
+        ``path`` is not a str or path.
+
+    References
+    ----------
+    M. Jankowiak et al., "Flexible Kernels for Protein Property Prediction", ICML 2026,
+    arXiv:2606.11057 (the demo file ``cr6261_h1.csv``); authors' code: https://github.com/generatebio/lock_gp.
     """
     import pandas as pd
 
+    if not isinstance(path, (str, Path)):
+        raise TypeError(f"path must be a str or pathlib.Path, got {type(path).__name__}")
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no landscape file at {path}; this loader reads a local CSV and never downloads")
-    df = pd.read_csv(path)
+    try:
+        df = pd.read_csv(path)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path.name} is not a readable CSV file: {exc}") from None
+    if len(df) < 1:
+        raise ValueError(f"{path.name} has no data rows")
     for col in (sequence_col, value_col):
         if col not in df.columns:
             raise ValueError(f"column {col!r} not in {path.name}; columns are {list(df.columns)}")
@@ -871,32 +1238,74 @@ def learning_curve(
     train_sizes: Sequence[int],
     n_test: int,
     n_reps: int,
-    seed: int = 0,
+    random_state: int | np.random.Generator | None = 0,
     max_iter: int = 200,
     progress: bool = True,
 ):
     """Metric against training-set size: the paper's "metric vs N" experiment.
 
     For each landscape factory and replicate ``r`` the landscape ``make(seed + r)`` is
-    drawn, its sequences are permuted with the same seed, the last ``n_test`` are the test
-    set and the first ``N`` (nested across ``train_sizes``) the training set; every model
-    is fitted and scored with :func:`evaluate`.
+    drawn (``seed`` = ``random_state`` when it is an int, else an int drawn from it), its
+    sequences are permuted with the same seed, the last ``n_test`` are the test set and the
+    first ``N`` (nested across ``train_sizes``) the training set; every model is fitted and
+    scored with :func:`evaluate`.
+
+    Parameters
+    ----------
+    landscapes : mapping of str to callable
+        Name -> factory ``make(seed) -> Landscape``.
+    models : iterable of str
+        Keys of :data:`MODELS`.
+    train_sizes : sequence of int >= 2
+        Training-set sizes (nested prefixes).
+    n_test : int >= 2
+        Held-out variants per replicate.
+    n_reps : int >= 1
+        Replicates.
+    random_state : int, numpy.random.Generator or None
+        Base seed of the replicates.
+    max_iter : int >= 1
+        L-BFGS-B iteration cap per fit.
+    progress : bool
+        Report progress (:func:`icml26._common.progress`).
 
     Returns
     -------
     pandas.DataFrame
         One row per (landscape, rep, n_train, model) with the four metrics, ``fit_s``
         and the learned hyper-parameters' fit diagnostics.
+
+    References
+    ----------
+    M. Jankowiak et al., "Flexible Kernels for Protein Property Prediction", ICML 2026,
+    arXiv:2606.11057 (the learning-curve figure); authors' code: https://github.com/generatebio/lock_gp.
     """
     import pandas as pd
-    from tqdm.auto import tqdm
 
+    if not isinstance(landscapes, Mapping) or not landscapes or not all(callable(f) for f in landscapes.values()):
+        raise TypeError("landscapes must be a non-empty mapping of name -> callable make(seed) -> Landscape")
+    if isinstance(models, str):
+        raise TypeError("models must be a list of model names, not a single string")
     models = list(models)
-    sizes = sorted(int(s) for s in train_sizes)
+    if not models or any(m not in MODELS for m in models):
+        raise ValueError(f"models={models!r}: each must be one of {', '.join(map(repr, MODELS))}")
+    if isinstance(train_sizes, (str, Real)) or not isinstance(train_sizes, Iterable):
+        raise TypeError(f"train_sizes must be a sequence of ints, got {train_sizes!r}")
+    sizes = sorted(_check_int(s, "train size", minimum=2) for s in train_sizes)
+    if not sizes:
+        raise ValueError("train_sizes is empty; give at least one training-set size")
+    n_test = _check_int(n_test, "n_test", minimum=2)
+    n_reps = _check_int(n_reps, "n_reps")
+    max_iter = _check_int(max_iter, "max_iter")
+    if isinstance(random_state, (Integral, np.integer)) and not isinstance(random_state, (bool, np.bool_)):
+        check_random_state(random_state)
+        seed = int(random_state)
+    else:
+        seed = seed_from(random_state)
     jobs = [(lname, r, N, m) for lname in landscapes for r in range(n_reps) for N in sizes for m in models]
     rows = []
     cache: dict[tuple[str, int], tuple[Tensor, np.ndarray]] = {}
-    for lname, r, N, m in tqdm(jobs, desc="GP fits", disable=not progress):
+    for lname, r, N, m in _progress(jobs, desc="GP fits", disable=not progress):
         if (lname, r) not in cache:
             land = landscapes[lname](seed + r)
             if len(land.sequences) < sizes[-1] + n_test:
