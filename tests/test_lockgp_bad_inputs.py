@@ -112,7 +112,7 @@ def test_kernels_reject_bad_lengths_and_wrong_input_widths(L, junk, extra):
         k = cls(5).double()
         x = torch.zeros(3, 5 * A + extra, dtype=torch.float64)
         with torch.no_grad():
-            rejects(lambda: k(x).to_dense(), match="features")
+            rejects(lambda k=k, x=x: k(x).to_dense(), match="features")
     rejects(lg.FastHammingIMQKernel, vocab_size=L, match="vocab_size")
     kh = lg.FastHammingIMQKernel(vocab_size=A).double()
     with torch.no_grad():
