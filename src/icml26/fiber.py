@@ -178,10 +178,27 @@ def innovation_attenuation(omega: float) -> float:
     (FIBER, Sec. "filter-aware correction"). ``A(1) = 1`` (no filtering); ``A < 1`` for
     ``omega < 1``; ``A > 1`` for ``1 < omega < 4/3``.
 
+    Parameters
+    ----------
+    omega : float
+        Innovation gain, ``0 < omega < 4/3`` (1 is no filtering).
+
+    Returns
+    -------
+    float
+        A(omega).
+
     Raises
     ------
     ValueError
         If ``omega`` lies outside the stable range ``(0, 4/3)``.
+
+    References
+    ----------
+    Duc Dm, Thao Do, Minh Son Hoang, Anh Le Duc Tran, Daeyoung Kim, Huy Nguyen, "FIBER: A
+    Differentially Private Optimizer with Filter-Aware Innovation Bias Correction", ICML 2026,
+    arXiv:2605.03425 (no official code; update rule as catalogued in ``junaidaliop/zij``,
+    ``docs/math/fiber.md``).
 
     >>> innovation_attenuation(0.5)
     0.6
@@ -195,6 +212,21 @@ def ema_attenuation(kappa: float) -> float:
 
     It is :math:`\sum_k h_k^2 = \kappa^2\sum_k(1-\kappa)^{2k}`.
 
+    Parameters
+    ----------
+    kappa : float
+        EMA weight on the new gradient, ``0 < kappa < 2`` (1 is no filtering).
+
+    Returns
+    -------
+    float
+        kappa / (2 - kappa).
+
+    References
+    ----------
+    X. Zhang, Z. Bu, B. Balle, M. Hong, M. Razaviyayn, V. Mirrokni, "DiSK: Differentially Private
+    Optimizer with Simplified Kalman Filter for Noise Reduction", ICLR 2025.
+
     >>> round(ema_attenuation(0.5), 12)
     0.333333333333
     """
@@ -206,19 +238,76 @@ def innovation_filter_coeffs(omega: float) -> tuple[np.ndarray, np.ndarray]:
     r"""``(b, a)`` of the innovation filter in :func:`scipy.signal.lfilter` convention.
 
     :math:`H(z) = \omega / (1 - 2(1-\omega)z^{-1} + (1-\omega)z^{-2})`.
+
+    Parameters
+    ----------
+    omega : float
+        Innovation gain, ``0 < omega < 4/3`` (1 is no filtering).
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        ``b`` of shape (1,) and ``a`` of shape (3,).
+
+    References
+    ----------
+    Duc Dm, Thao Do, Minh Son Hoang, Anh Le Duc Tran, Daeyoung Kim, Huy Nguyen, "FIBER: A
+    Differentially Private Optimizer with Filter-Aware Innovation Bias Correction", ICML 2026,
+    arXiv:2605.03425 (no official code; update rule as catalogued in ``junaidaliop/zij``,
+    ``docs/math/fiber.md``).
     """
     omega = _check_omega(omega)
     return np.array([omega]), np.array([1.0, -2.0 * (1.0 - omega), 1.0 - omega])
 
 
 def ema_filter_coeffs(kappa: float) -> tuple[np.ndarray, np.ndarray]:
-    r"""``(b, a)`` of the EMA :math:`H(z)=\kappa/(1-(1-\kappa)z^{-1})`."""
+    r"""``(b, a)`` of the EMA :math:`H(z)=\kappa/(1-(1-\kappa)z^{-1})`.
+
+    Parameters
+    ----------
+    kappa : float
+        EMA weight on the new gradient, ``0 < kappa < 2`` (1 is no filtering).
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        ``b`` of shape (1,) and ``a`` of shape (2,).
+
+    References
+    ----------
+    X. Zhang, Z. Bu, B. Balle, M. Hong, M. Razaviyayn, V. Mirrokni, "DiSK: Differentially Private
+    Optimizer with Simplified Kalman Filter for Noise Reduction", ICLR 2025.
+    """
     kappa = _check_kappa(kappa)
     return np.array([kappa]), np.array([1.0, -(1.0 - kappa)])
 
 
 def filter_coeffs(kind: str, *, omega: float = 0.5, kappa: float = 0.7) -> tuple[np.ndarray, np.ndarray]:
-    """``(b, a)`` for ``kind`` in :data:`FILTERS` (``"none"`` is the identity ``([1], [1])``)."""
+    """``(b, a)`` for ``kind`` in :data:`FILTERS` (``"none"`` is the identity ``([1], [1])``).
+
+    Parameters
+    ----------
+    kind : {"none", "ema", "innovation"}
+        The filter (:data:`FILTERS`).
+    omega : float
+        Innovation gain, ``0 < omega < 4/3`` (1 is no filtering).
+    kappa : float
+        EMA weight on the new gradient, ``0 < kappa < 2`` (1 is no filtering).
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        ``(b, a)``.
+
+    References
+    ----------
+    Duc Dm, Thao Do, Minh Son Hoang, Anh Le Duc Tran, Daeyoung Kim, Huy Nguyen, "FIBER: A
+    Differentially Private Optimizer with Filter-Aware Innovation Bias Correction", ICML 2026,
+    arXiv:2605.03425 (no official code; update rule as catalogued in ``junaidaliop/zij``,
+    ``docs/math/fiber.md``).
+    X. Zhang, Z. Bu, B. Balle, M. Hong, M. Razaviyayn, V. Mirrokni, "DiSK: Differentially Private
+    Optimizer with Simplified Kalman Filter for Noise Reduction", ICLR 2025.
+    """
     if not isinstance(kind, str):
         raise TypeError(f"filter kind must be a str, one of {FILTERS}; got {type(kind).__name__}")
     if kind == "none":
@@ -235,6 +324,20 @@ def check_stable(a: Iterable[float]) -> float:
 
     The filter ``y_t = (sum_k b_k x_{t-k} - sum_{k>=1} a_k y_{t-k}) / a_0`` is stable iff all
     roots of ``z^n a_0 + z^{n-1} a_1 + ... + a_n`` lie strictly inside the unit circle.
+
+    Parameters
+    ----------
+    a : array_like
+        Denominator coefficients, ``a[0] != 0``; the filter must be stable.
+
+    Returns
+    -------
+    float
+        The spectral radius, < 1.
+
+    References
+    ----------
+    A. V. Oppenheim, R. W. Schafer, *Discrete-Time Signal Processing*, 3rd ed., Sec. 3.3 (stability of LTI systems).
     """
     a = _coeffs("a", a)
     if a.ndim != 1 or a.size == 0 or a[0] == 0 or not np.all(np.isfinite(a)):
@@ -246,7 +349,29 @@ def check_stable(a: Iterable[float]) -> float:
 
 
 def impulse_response(b: Iterable[float], a: Iterable[float], n: int) -> np.ndarray:
-    """First ``n`` taps ``h_0..h_{n-1}`` of the stable linear filter ``(b, a)``."""
+    """First ``n`` taps ``h_0..h_{n-1}`` of the stable linear filter ``(b, a)``.
+
+    Parameters
+    ----------
+    b : array_like
+        Numerator coefficients (``scipy.signal.lfilter`` convention).
+    a : array_like
+        Denominator coefficients, ``a[0] != 0``; the filter must be stable.
+    n : int
+        Number of taps (>= 1).
+
+    Returns
+    -------
+    numpy.ndarray, shape (n,)
+        The taps.
+
+    References
+    ----------
+    Duc Dm, Thao Do, Minh Son Hoang, Anh Le Duc Tran, Daeyoung Kim, Huy Nguyen, "FIBER: A
+    Differentially Private Optimizer with Filter-Aware Innovation Bias Correction", ICML 2026,
+    arXiv:2605.03425 (no official code; update rule as catalogued in ``junaidaliop/zij``,
+    ``docs/math/fiber.md``).
+    """
     n = _count("n", n)
     b = _coeffs("b", b)
     if b.ndim != 1 or b.size == 0 or not np.all(np.isfinite(b)):
@@ -263,6 +388,27 @@ def numeric_attenuation(b: Iterable[float], a: Iterable[float], *, tol: float = 
     For white input of variance :math:`\sigma^2` the stationary output variance is
     :math:`A\sigma^2`. The sum is truncated where the geometric tail bound
     :math:`\rho^{2n}` (``rho`` the spectral radius) falls below ``tol``.
+
+    Parameters
+    ----------
+    b : array_like
+        Numerator coefficients (``scipy.signal.lfilter`` convention).
+    a : array_like
+        Denominator coefficients, ``a[0] != 0``; the filter must be stable.
+    tol : float
+        Truncation tolerance of the tail, in (0, 1).
+
+    Returns
+    -------
+    float
+        A = sum of squared taps.
+
+    References
+    ----------
+    Duc Dm, Thao Do, Minh Son Hoang, Anh Le Duc Tran, Daeyoung Kim, Huy Nguyen, "FIBER: A
+    Differentially Private Optimizer with Filter-Aware Innovation Bias Correction", ICML 2026,
+    arXiv:2605.03425 (no official code; update rule as catalogued in ``junaidaliop/zij``,
+    ``docs/math/fiber.md``).
     """
     rho = check_stable(a)
     tol = _real("tol", tol, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
@@ -280,13 +426,56 @@ def attenuation_profile(b: Iterable[float], a: Iterable[float], n: int) -> np.nd
 
     :math:`A_t\sigma^2` is the variance of the filtered noise ``t`` steps after a zero
     start; it rises to the stationary :math:`A`.
+
+    Parameters
+    ----------
+    b : array_like
+        Numerator coefficients (``scipy.signal.lfilter`` convention).
+    a : array_like
+        Denominator coefficients, ``a[0] != 0``; the filter must be stable.
+    n : int
+        Number of steps (>= 1).
+
+    Returns
+    -------
+    numpy.ndarray, shape (n,)
+        A_0, ..., A_{n-1}.
+
+    References
+    ----------
+    Duc Dm, Thao Do, Minh Son Hoang, Anh Le Duc Tran, Daeyoung Kim, Huy Nguyen, "FIBER: A
+    Differentially Private Optimizer with Filter-Aware Innovation Bias Correction", ICML 2026,
+    arXiv:2605.03425 (no official code; update rule as catalogued in ``junaidaliop/zij``,
+    ``docs/math/fiber.md``).
     """
     h = impulse_response(b, a, n)
     return np.cumsum(h * h)
 
 
 def apply_filter(g: np.ndarray, b: Iterable[float], a: Iterable[float]) -> np.ndarray:
-    """Run the filter ``(b, a)`` along axis 0 of ``g`` (shape ``(T, ...)``), zero initial state."""
+    """Run the filter ``(b, a)`` along axis 0 of ``g`` (shape ``(T, ...)``), zero initial state.
+
+    Parameters
+    ----------
+    g : array_like, shape (T, ...)
+        The stream, time along axis 0 (finite).
+    b : array_like
+        Numerator coefficients (``scipy.signal.lfilter`` convention).
+    a : array_like
+        Denominator coefficients, ``a[0] != 0``; the filter must be stable.
+
+    Returns
+    -------
+    numpy.ndarray, shape (T, ...)
+        The filtered stream.
+
+    References
+    ----------
+    Duc Dm, Thao Do, Minh Son Hoang, Anh Le Duc Tran, Daeyoung Kim, Huy Nguyen, "FIBER: A
+    Differentially Private Optimizer with Filter-Aware Innovation Bias Correction", ICML 2026,
+    arXiv:2605.03425 (no official code; update rule as catalogued in ``junaidaliop/zij``,
+    ``docs/math/fiber.md``).
+    """
     check_stable(a)
     b = _coeffs("b", b)
     if b.ndim != 1 or b.size == 0 or not np.all(np.isfinite(b)):
@@ -313,6 +502,27 @@ def observation_weight(kappa: float, gamma: float) -> float:
     :math:`u_t(\xi)=a\nabla f(\theta_t+\gamma d_{t-1};\xi)+(1-a)\nabla f(\theta_t;\xi)` (DiSK, FIBER
     step 1). ``kappa=1`` gives ``a=0`` (the plain gradient); ``gamma=(1-kappa)/kappa`` gives
     ``a=1`` (a single gradient at the extrapolated point).
+
+    Parameters
+    ----------
+    kappa : float
+        DiSK's filter weight, in (0, 1].
+    gamma : float
+        Extrapolation length, > 0.
+
+    Returns
+    -------
+    float
+        The weight ``a``.
+
+    References
+    ----------
+    X. Zhang, Z. Bu, B. Balle, M. Hong, M. Razaviyayn, V. Mirrokni, "DiSK: Differentially Private
+    Optimizer with Simplified Kalman Filter for Noise Reduction", ICLR 2025.
+    Duc Dm, Thao Do, Minh Son Hoang, Anh Le Duc Tran, Daeyoung Kim, Huy Nguyen, "FIBER: A
+    Differentially Private Optimizer with Filter-Aware Innovation Bias Correction", ICML 2026,
+    arXiv:2605.03425 (no official code; update rule as catalogued in ``junaidaliop/zij``,
+    ``docs/math/fiber.md``).
     """
     kappa, gamma = _real("kappa", kappa), _real("gamma", gamma)
     if not (0.0 < kappa <= 1.0):
@@ -335,6 +545,30 @@ def per_example_grads(
     ``params`` (default: the model's current parameters) lets one evaluate the gradient
     at a shifted point without touching the module. ``loss_fn`` must average over its
     batch (one example here), e.g. ``nn.functional.cross_entropy``.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The network.
+    loss_fn : callable
+        ``loss_fn(logits, labels)``, averaging over its batch (e.g. ``nn.functional.cross_entropy``).
+    x : Tensor, shape (B, ...)
+        Inputs of the batch.
+    y : Tensor, shape (B,)
+        Labels of the batch.
+    params : mapping of str to Tensor, optional
+        Where to evaluate the gradient (default: the model's parameters).
+
+    Returns
+    -------
+    dict of str to Tensor
+        ``{name: (B, *param.shape)}``.
+
+    References
+    ----------
+    M. Abadi et al., "Deep Learning with Differential Privacy", CCS 2016.
+    A. Yousefpour et al., "Opacus: User-Friendly Differential Privacy Library in PyTorch", 2021;
+    code https://github.com/pytorch/opacus.
     """
     from torch.func import functional_call, grad, vmap
 
@@ -374,6 +608,37 @@ def two_point_grads(
 
     ``d_prev`` is :math:`d_{t-1}=\theta_t-\theta_{t-1}` per parameter name. Evaluates one
     gradient when ``a`` is 0 or 1, two otherwise.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The network.
+    loss_fn : callable
+        ``loss_fn(logits, labels)``, averaging over its batch (e.g. ``nn.functional.cross_entropy``).
+    x : Tensor, shape (B, ...)
+        Inputs of the batch.
+    y : Tensor, shape (B,)
+        Labels of the batch.
+    d_prev : mapping of str to Tensor
+        The last move per parameter name.
+    kappa : float
+        DiSK's filter weight, in (0, 1].
+    gamma : float
+        Extrapolation length, > 0.
+
+    Returns
+    -------
+    dict of str to Tensor
+        ``{name: (B, *param.shape)}``.
+
+    References
+    ----------
+    X. Zhang, Z. Bu, B. Balle, M. Hong, M. Razaviyayn, V. Mirrokni, "DiSK: Differentially Private
+    Optimizer with Simplified Kalman Filter for Noise Reduction", ICLR 2025.
+    Duc Dm, Thao Do, Minh Son Hoang, Anh Le Duc Tran, Daeyoung Kim, Huy Nguyen, "FIBER: A
+    Differentially Private Optimizer with Filter-Aware Innovation Bias Correction", ICML 2026,
+    arXiv:2605.03425 (no official code; update rule as catalogued in ``junaidaliop/zij``,
+    ``docs/math/fiber.md``).
     """
     a = observation_weight(kappa, gamma)
     if not isinstance(model, nn.Module):
@@ -402,6 +667,24 @@ def clip_and_sum(per_example: Mapping[str, torch.Tensor], max_norm: float) -> tu
     :math:`\sum_i \min(1, C/(\lVert u_i\rVert_2+10^{-6}))\,u_i`, the norm taken over all
     parameters together (flat clipping; the ``1e-6`` is Opacus's). Returns the clipped
     sums ``{name: param.shape}`` and the per-example norms ``(B,)``.
+
+    Parameters
+    ----------
+    per_example : mapping of str to Tensor
+        ``{name: (B, *param.shape)}`` (finite).
+    max_norm : float
+        Clipping norm ``C`` > 0.
+
+    Returns
+    -------
+    (dict of str to Tensor, Tensor)
+        The clipped sums and the per-example norms ``(B,)``.
+
+    References
+    ----------
+    M. Abadi et al., "Deep Learning with Differential Privacy", CCS 2016.
+    A. Yousefpour et al., "Opacus: User-Friendly Differential Privacy Library in PyTorch", 2021;
+    code https://github.com/pytorch/opacus.
     """
     _real("max_norm", max_norm, lo=0.0, lo_open=True)
     if not isinstance(per_example, Mapping) or not per_example:
@@ -425,7 +708,30 @@ def clip_and_sum(per_example: Mapping[str, torch.Tensor], max_norm: float) -> tu
 
 def gaussian_noise(shapes: Mapping[str, torch.Size], std: float, random_state: RandomState | torch.Generator = None,
                    dtype=torch.float32) -> dict[str, torch.Tensor]:
-    """Independent ``N(0, std^2)`` tensors per name, drawn in ``shapes``'s order (as Opacus draws them)."""
+    """Independent ``N(0, std^2)`` tensors per name, drawn in ``shapes``'s order (as Opacus draws them).
+
+    Parameters
+    ----------
+    shapes : mapping of str to shape
+        The shape of every tensor, in drawing order.
+    std : float
+        Standard deviation, >= 0 (0 gives zeros).
+    random_state : int, numpy.random.Generator, torch.Generator or None
+        Source of the noise; a ``torch.Generator`` is used as it is, so that one stream can be
+        threaded through many steps (as Opacus does).
+    dtype : torch.dtype
+        Of the tensors.
+
+    Returns
+    -------
+    dict of str to Tensor
+        The noise tensors.
+
+    References
+    ----------
+    A. Yousefpour et al., "Opacus: User-Friendly Differential Privacy Library in PyTorch", 2021;
+    code https://github.com/pytorch/opacus.
+    """
     std = _real("std", std, lo=0.0)
     if not isinstance(shapes, Mapping):
         raise TypeError(f"shapes must be a mapping of names to shapes, got {type(shapes).__name__}")
@@ -452,6 +758,31 @@ def privatize(
 
     So the per-coordinate noise on :math:`g` has std :math:`\sigma_w=\sigma_{DP}C/B` with
     ``B = expected_batch_size`` (Poisson sampling divides by the expected size, as Opacus does).
+
+    Parameters
+    ----------
+    per_example : mapping of str to Tensor
+        Per-example gradients or observations ``{name: (B, ...)}``.
+    max_norm : float
+        Clipping norm ``C`` > 0.
+    noise_multiplier : float
+        sigma_DP >= 0.
+    expected_batch_size : int
+        ``B`` (>= 1), the divisor.
+    random_state : int, numpy.random.Generator, torch.Generator or None
+        Source of the noise; a ``torch.Generator`` is used as it is, so that one stream can be
+        threaded through many steps (as Opacus does).
+
+    Returns
+    -------
+    dict of str to Tensor
+        The privatised gradient ``g`` per parameter name.
+
+    References
+    ----------
+    M. Abadi et al., "Deep Learning with Differential Privacy", CCS 2016.
+    A. Yousefpour et al., "Opacus: User-Friendly Differential Privacy Library in PyTorch", 2021;
+    code https://github.com/pytorch/opacus.
     """
     _count("expected_batch_size", expected_batch_size)
     _real("noise_multiplier", noise_multiplier, lo=0.0)
@@ -483,6 +814,28 @@ def noise_for_epsilon(epsilon: float, delta: float, sample_rate: float, steps: i
     Opacus's ``get_noise_multiplier(accountant="rdp")`` (bisection, tolerance 0.005 in
     epsilon) over the orders :data:`RDP_ALPHAS`. The returned multiplier spends at most
     ``epsilon`` (check with :func:`epsilon_spent`).
+
+    Parameters
+    ----------
+    epsilon : float
+        Target epsilon, > 0.
+    delta : float
+        Target delta, in (0, 1).
+    sample_rate : float
+        Poisson sampling rate ``q``, in (0, 1].
+    steps : int
+        Number of steps (>= 1).
+
+    Returns
+    -------
+    float
+        The noise multiplier sigma_DP.
+
+    References
+    ----------
+    I. Mironov, K. Talwar, L. Zhang, "Rényi Differential Privacy of the Sampled Gaussian Mechanism", 2019.
+    A. Yousefpour et al., "Opacus: User-Friendly Differential Privacy Library in PyTorch", 2021;
+    code https://github.com/pytorch/opacus.
     """
     import warnings
 
@@ -503,7 +856,30 @@ def noise_for_epsilon(epsilon: float, delta: float, sample_rate: float, steps: i
 
 
 def epsilon_spent(noise_multiplier: float, sample_rate: float, steps: int, delta: float) -> float:
-    """Epsilon at ``delta`` after ``steps`` steps, from Opacus's ``RDPAccountant`` over :data:`RDP_ALPHAS`."""
+    """Epsilon at ``delta`` after ``steps`` steps, from Opacus's ``RDPAccountant`` over :data:`RDP_ALPHAS`.
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        sigma_DP > 0.
+    sample_rate : float
+        Poisson sampling rate ``q``, in (0, 1].
+    steps : int
+        Number of steps (>= 1).
+    delta : float
+        In (0, 1).
+
+    Returns
+    -------
+    float
+        epsilon at ``delta``.
+
+    References
+    ----------
+    I. Mironov, K. Talwar, L. Zhang, "Rényi Differential Privacy of the Sampled Gaussian Mechanism", 2019.
+    A. Yousefpour et al., "Opacus: User-Friendly Differential Privacy Library in PyTorch", 2021;
+    code https://github.com/pytorch/opacus.
+    """
     from opacus.accountants import RDPAccountant
 
     _real("noise_multiplier", noise_multiplier, lo=0.0, lo_open=True)
@@ -543,20 +919,39 @@ class FilteredDPAdamW(torch.optim.Optimizer):
     Parameters
     ----------
     params : iterable of tensors
-    lr, betas, eps, weight_decay : as in ``torch.optim.AdamW``
+        What to optimise.
+    lr, betas, eps, weight_decay : float, (float, float), float, float
+        As in ``torch.optim.AdamW`` (``lr > 0``, betas in [0, 1), the others >= 0).
     filter : {"none", "ema", "innovation"}
-    omega : float, innovation gain in ``(0, 4/3)``
-    kappa : float, EMA weight on the new gradient in ``(0, 2)``
+        The temporal filter (:data:`FILTERS`).
+    omega : float
+        Innovation gain in ``(0, 4/3)``.
+    kappa : float
+        EMA weight on the new gradient in ``(0, 2)``.
     correction : {"none", "sigma2", "filter"}
+        What is subtracted from :math:`\hat v_t` (:data:`CORRECTIONS`).
     noise_std : float
-        :math:`\sigma_w`, the per-coordinate std of the DP noise on ``p.grad``.
+        :math:`\sigma_w`, the per-coordinate std of the DP noise on ``p.grad`` (>= 0).
     eps_v : float
-        Floor of the corrected second moment.
+        Floor of the corrected second moment (>= 0).
+
+    Returns
+    -------
+    FilteredDPAdamW
+        A ``torch.optim.Optimizer``; :meth:`step` expects privatised gradients in ``p.grad``.
 
     Attributes
     ----------
     last_clamp_fraction : float
         Fraction of coordinates whose corrected second moment hit ``eps_v`` at the last step.
+
+    References
+    ----------
+    Duc Dm, Thao Do, Minh Son Hoang, Anh Le Duc Tran, Daeyoung Kim, Huy Nguyen, "FIBER: A
+    Differentially Private Optimizer with Filter-Aware Innovation Bias Correction", ICML 2026,
+    arXiv:2605.03425. X. Zhang et al., "DiSK", ICLR 2025. Q. Tang, F. Shpilevskiy, M. Lécuyer,
+    "DP-AdamBC", AAAI 2024. I. Loshchilov, F. Hutter, "Decoupled Weight Decay Regularization",
+    ICLR 2019.
     """
 
     def __init__(
@@ -604,6 +999,7 @@ class FilteredDPAdamW(torch.optim.Optimizer):
 
     @torch.no_grad()
     def step(self, closure=None):
+        """One update from the privatised gradients in ``p.grad``; returns ``closure()`` if given."""
         loss = None
         if closure is not None:
             with torch.enable_grad():
@@ -661,7 +1057,43 @@ class FilteredDPAdamW(torch.optim.Optimizer):
 
 
 def make_optimizer(method: str, params, *, noise_std: float, lr: float = 1e-3, omega: float = 0.5, kappa: float = 0.7, eps_v: float = 1e-8, **kwargs) -> FilteredDPAdamW:
-    """A :class:`FilteredDPAdamW` configured as ``method`` (a key of :data:`METHODS`)."""
+    """A :class:`FilteredDPAdamW` configured as ``method`` (a key of :data:`METHODS`).
+
+    Parameters
+    ----------
+    method : str
+        A key of :data:`METHODS`.
+    params : iterable of Parameter
+        What to optimise.
+    noise_std : float
+        sigma_w >= 0.
+    lr : float
+        Learning rate > 0.
+    omega : float
+        Innovation gain, ``0 < omega < 4/3`` (1 is no filtering).
+    kappa : float
+        EMA weight on the new gradient, ``0 < kappa < 2`` (1 is no filtering).
+    eps_v : float
+        Floor of the corrected second moment (>= 0).
+    **kwargs
+        Passed to :class:`FilteredDPAdamW`.
+
+    Returns
+    -------
+    FilteredDPAdamW
+        The optimizer.
+
+    References
+    ----------
+    Duc Dm, Thao Do, Minh Son Hoang, Anh Le Duc Tran, Daeyoung Kim, Huy Nguyen, "FIBER: A
+    Differentially Private Optimizer with Filter-Aware Innovation Bias Correction", ICML 2026,
+    arXiv:2605.03425 (no official code; update rule as catalogued in ``junaidaliop/zij``,
+    ``docs/math/fiber.md``).
+    X. Zhang, Z. Bu, B. Balle, M. Hong, M. Razaviyayn, V. Mirrokni, "DiSK: Differentially Private
+    Optimizer with Simplified Kalman Filter for Noise Reduction", ICLR 2025.
+    Q. Tang, F. Shpilevskiy, M. Lécuyer, "DP-AdamBC: Your DP-Adam Is Actually DP-SGD (Unless You
+    Apply Bias Correction)", AAAI 2024.
+    """
     spec = METHODS[_method(method)]
     return FilteredDPAdamW(params, lr=lr, filter=spec["filter"], correction=spec["correction"], omega=omega, kappa=kappa, noise_std=noise_std, eps_v=eps_v, **kwargs)
 
@@ -695,6 +1127,43 @@ def second_moment_bias(
     :math:`\max(\cdot,\epsilon_v)`, and ``clamped_<corr>`` the fraction of entries at the
     floor; plus ``"A"`` the filter's attenuation.
     Predicted bias: ``none`` :math:`+A`, ``sigma2`` :math:`-(1-A)`, ``filter`` 0.
+
+    Parameters
+    ----------
+    true_grad : array_like, shape (d,)
+        The noise-free gradient mu (finite, non-empty).
+    noise_std : float
+        sigma_w > 0.
+    filter : {"none", "ema", "innovation"}
+        The filter.
+    omega : float
+        Innovation gain, ``0 < omega < 4/3`` (1 is no filtering).
+    kappa : float
+        EMA weight on the new gradient, ``0 < kappa < 2`` (1 is no filtering).
+    steps : int
+        Stream length (>= 2).
+    beta2 : float
+        AdamW's beta_2, in [0, 1).
+    eps_v : float
+        The floor (>= 0).
+    n_rep : int
+        Independent repetitions (>= 1).
+    random_state : int, numpy.random.Generator or None
+        Seed (see ``icml26._common.check_random_state``).
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        As described above.
+
+    References
+    ----------
+    Duc Dm, Thao Do, Minh Son Hoang, Anh Le Duc Tran, Daeyoung Kim, Huy Nguyen, "FIBER: A
+    Differentially Private Optimizer with Filter-Aware Innovation Bias Correction", ICML 2026,
+    arXiv:2605.03425 (no official code; update rule as catalogued in ``junaidaliop/zij``,
+    ``docs/math/fiber.md``).
+    Q. Tang, F. Shpilevskiy, M. Lécuyer, "DP-AdamBC: Your DP-Adam Is Actually DP-SGD (Unless You
+    Apply Bias Correction)", AAAI 2024.
     """
     try:
         mu = np.asarray(true_grad, dtype=float).ravel()  # (d,)
@@ -734,7 +1203,28 @@ def second_moment_bias(
 
 @dataclass
 class TabularData:
-    """Standardised train/test tensors of a bundled scikit-learn data set."""
+    """Standardised train/test tensors of a bundled scikit-learn data set.
+
+    Parameters
+    ----------
+    name : str
+        Data set name.
+    X_train, X_test : Tensor
+        Standardised features (float32).
+    y_train, y_test : Tensor
+        Labels (int64).
+    n_classes : int
+        Number of classes.
+
+    Returns
+    -------
+    TabularData
+        A plain record.
+
+    References
+    ----------
+    F. Pedregosa et al., "Scikit-learn: Machine Learning in Python", JMLR 2011 (bundled data sets).
+    """
 
     name: str
     X_train: torch.Tensor
@@ -755,6 +1245,24 @@ def load_tabular(name: str, *, random_state: RandomState = 0, test_size: float =
     Stratified split with ``random_state=seed``; features standardised with the training
     mean and std (a data-dependent step that we, like most DP papers, leave outside the
     privacy budget — see the chapter).
+
+    Parameters
+    ----------
+    name : {"digits", "breast_cancer"}
+        The bundled data set.
+    random_state : int, numpy.random.Generator or None
+        Seed (see ``icml26._common.check_random_state``).
+    test_size : float
+        Held-out fraction, in (0, 1).
+
+    Returns
+    -------
+    TabularData
+        Standardised float32 features and int64 labels.
+
+    References
+    ----------
+    F. Pedregosa et al., "Scikit-learn: Machine Learning in Python", JMLR 2011 (bundled data sets).
     """
     from sklearn.datasets import load_breast_cancer, load_digits
     from sklearn.model_selection import train_test_split
@@ -775,6 +1283,24 @@ def validation_split(data: TabularData, *, frac: float = 0.2, random_state: Rand
     """Carve a stratified validation set out of ``data``'s training part; it replaces the test part.
 
     Hyper-parameters are chosen on this split, so the test set is never looked at while tuning.
+
+    Parameters
+    ----------
+    data : TabularData
+        As returned by :func:`load_tabular` (or :func:`validation_split`).
+    frac : float
+        Validation fraction, in (0, 1).
+    random_state : int, numpy.random.Generator or None
+        Seed (see ``icml26._common.check_random_state``).
+
+    Returns
+    -------
+    TabularData
+        Training part and validation part (in the test slots).
+
+    References
+    ----------
+    F. Pedregosa et al., "Scikit-learn: Machine Learning in Python", JMLR 2011 (bundled data sets).
     """
     from sklearn.model_selection import train_test_split
 
@@ -787,7 +1313,31 @@ def validation_split(data: TabularData, *, frac: float = 0.2, random_state: Rand
 
 
 def make_mlp(in_dim: int, hidden: int, out_dim: int, *, random_state: RandomState = 0) -> nn.Module:
-    """``Linear(in, hidden) -> tanh -> Linear(hidden, out)`` with PyTorch's default init drawn from ``seed``."""
+    """``Linear(in, hidden) -> tanh -> Linear(hidden, out)`` with PyTorch's default init drawn from ``seed``.
+
+    Parameters
+    ----------
+    in_dim : int
+        Input features (>= 1).
+    hidden : int
+        Hidden units (>= 1).
+    out_dim : int
+        Classes (>= 1).
+    random_state : int, numpy.random.Generator or None
+        Seed (see ``icml26._common.check_random_state``).
+
+    Returns
+    -------
+    torch.nn.Module
+        The untrained MLP; the global torch RNG is left untouched.
+
+    References
+    ----------
+    Duc Dm, Thao Do, Minh Son Hoang, Anh Le Duc Tran, Daeyoung Kim, Huy Nguyen, "FIBER: A
+    Differentially Private Optimizer with Filter-Aware Innovation Bias Correction", ICML 2026,
+    arXiv:2605.03425 (no official code; update rule as catalogued in ``junaidaliop/zij``,
+    ``docs/math/fiber.md``).
+    """
     in_dim, hidden, out_dim = _count("in_dim", in_dim), _count("hidden", hidden), _count("out_dim", out_dim)
     seed = seed_from(random_state)
     with torch.random.fork_rng(devices=[]):
@@ -797,7 +1347,39 @@ def make_mlp(in_dim: int, hidden: int, out_dim: int, *, random_state: RandomStat
 
 @dataclass
 class TrainResult:
-    """Outcome of :func:`train_private`."""
+    """Outcome of :func:`train_private`.
+
+    Parameters
+    ----------
+    method : str
+        The optimizer.
+    test_acc : float
+        Final test accuracy.
+    epsilon : float
+        Spent at ``delta``.
+    noise_multiplier, noise_std : float
+        sigma_DP and sigma_w.
+    steps : int
+        Optimizer steps.
+    acc_curve : list of float
+        Test accuracy at evenly spaced steps.
+    clamp_fraction : float
+        Mean fraction of coordinates on the floor.
+    test_loss : float
+        Final test cross-entropy.
+
+    Returns
+    -------
+    TrainResult
+        A plain record.
+
+    References
+    ----------
+    Duc Dm, Thao Do, Minh Son Hoang, Anh Le Duc Tran, Daeyoung Kim, Huy Nguyen, "FIBER: A
+    Differentially Private Optimizer with Filter-Aware Innovation Bias Correction", ICML 2026,
+    arXiv:2605.03425 (no official code; update rule as catalogued in ``junaidaliop/zij``,
+    ``docs/math/fiber.md``).
+    """
 
     method: str
     test_acc: float
@@ -837,6 +1419,56 @@ def train_private(
     batches, noise draws and initial weights depend on ``seed`` only, so methods run with
     the same seed see the same randomness. ``gamma`` defaults to :math:`(1-\kappa)/\kappa`
     (one gradient per example per step, at the extrapolated point).
+
+    Parameters
+    ----------
+    data : TabularData
+        As returned by :func:`load_tabular` (or :func:`validation_split`).
+    method : str
+        A key of :data:`METHODS`.
+    noise_multiplier : float
+        sigma_DP >= 0 (0: no privacy, epsilon = inf).
+    epochs : float
+        Expected passes over the data (> 0).
+    batch_size : int
+        Expected batch size, in 1..n.
+    max_norm : float
+        Clipping norm > 0.
+    lr : float
+        Learning rate.
+    hidden : int
+        Hidden units of the MLP.
+    omega : float
+        Innovation gain, ``0 < omega < 4/3`` (1 is no filtering).
+    kappa : float
+        EMA weight on the new gradient, ``0 < kappa < 2`` (1 is no filtering).
+    gamma : float, optional
+        Extrapolation length of the two-point observation.
+    eps_v : float
+        Floor of the corrected second moment.
+    weight_decay : float
+        AdamW's decoupled weight decay.
+    delta : float
+        For the reported epsilon, in (0, 1).
+    random_state : int, numpy.random.Generator or None
+        Seed (see ``icml26._common.check_random_state``).
+    n_curve : int
+        Points of the accuracy curve (>= 1).
+
+    Returns
+    -------
+    TrainResult
+        Test accuracy and loss, epsilon spent, noise levels, steps, curve, floor fraction.
+
+    References
+    ----------
+    Duc Dm, Thao Do, Minh Son Hoang, Anh Le Duc Tran, Daeyoung Kim, Huy Nguyen, "FIBER: A
+    Differentially Private Optimizer with Filter-Aware Innovation Bias Correction", ICML 2026,
+    arXiv:2605.03425 (no official code; update rule as catalogued in ``junaidaliop/zij``,
+    ``docs/math/fiber.md``).
+    X. Zhang, Z. Bu, B. Balle, M. Hong, M. Razaviyayn, V. Mirrokni, "DiSK: Differentially Private
+    Optimizer with Simplified Kalman Filter for Noise Reduction", ICLR 2025.
+    M. Abadi et al., "Deep Learning with Differential Privacy", CCS 2016.
     """
     _method(method)
     _check_data(data)
@@ -902,6 +1534,26 @@ def opacus_dp_optimizer(model: nn.Module, optimizer: torch.optim.Optimizer, *, n
     """Wrap ``model`` in Opacus's ``GradSampleModule`` and ``optimizer`` in its ``DPOptimizer``.
 
     Returns ``(grad_sample_module, dp_optimizer)``; ``loss_reduction="mean"``.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The network.
+    optimizer : torch.optim.Optimizer
+        The optimizer to wrap.
+    noise_multiplier : float
+        sigma_DP >= 0.
+    max_norm : float
+        Clipping norm > 0.
+    expected_batch_size : int
+        ``B`` (>= 1).
+    random_state : int, numpy.random.Generator, torch.Generator or None
+        Noise source; ``None`` lets Opacus use torch's global generator.
+
+    References
+    ----------
+    A. Yousefpour et al., "Opacus: User-Friendly Differential Privacy Library in PyTorch", 2021;
+    code https://github.com/pytorch/opacus.
     """
     from opacus import GradSampleModule
     from opacus.optimizers import DPOptimizer
@@ -921,7 +1573,29 @@ def opacus_dp_optimizer(model: nn.Module, optimizer: torch.optim.Optimizer, *, n
 
 
 def opacus_step(gsm: nn.Module, dpo, x: torch.Tensor, y: torch.Tensor) -> float:
-    """One DP step with Opacus: zero grads, forward, mean cross-entropy, backward, ``dpo.step()``."""
+    """One DP step with Opacus: zero grads, forward, mean cross-entropy, backward, ``dpo.step()``.
+
+    Parameters
+    ----------
+    gsm : opacus.GradSampleModule
+        From :func:`opacus_dp_optimizer`.
+    dpo : opacus.optimizers.DPOptimizer
+        Likewise.
+    x : Tensor, shape (B, ...)
+        Inputs of the batch.
+    y : Tensor, shape (B,)
+        Labels of the batch.
+
+    Returns
+    -------
+    float
+        The batch's mean cross-entropy before the step.
+
+    References
+    ----------
+    A. Yousefpour et al., "Opacus: User-Friendly Differential Privacy Library in PyTorch", 2021;
+    code https://github.com/pytorch/opacus.
+    """
     import warnings
 
     if not isinstance(gsm, nn.Module) or not hasattr(dpo, "step") or not hasattr(dpo, "zero_grad"):
@@ -956,7 +1630,26 @@ def _listed(name: str, values: object) -> list:
 
 
 def steps_for(epochs: float, batch_size: int, n: int) -> tuple[float, int]:
-    """Sample rate ``q = batch_size / n`` and step count ``ceil(epochs / q)`` used by :func:`train_private`."""
+    """Sample rate ``q = batch_size / n`` and step count ``ceil(epochs / q)`` used by :func:`train_private`.
+
+    Parameters
+    ----------
+    epochs : float
+        Expected passes (> 0).
+    batch_size : int
+        Expected batch size (1..n).
+    n : int
+        Training rows (>= 1).
+
+    Returns
+    -------
+    (float, int)
+        ``q`` and ``T``.
+
+    References
+    ----------
+    M. Abadi et al., "Deep Learning with Differential Privacy", CCS 2016.
+    """
     n, batch_size = _count("n", n), _count("batch_size", batch_size)
     if batch_size > n:
         raise ValueError(f"batch_size={batch_size} exceeds n={n}")
@@ -987,12 +1680,44 @@ def select_hyperparameters(
     the highest validation accuracy; ties (frequent on small validation sets) are broken
     by the lower validation cross-entropy.
 
+    Parameters
+    ----------
+    data : TabularData
+        As returned by :func:`load_tabular` (or :func:`validation_split`).
+    methods : iterable of str
+        Keys of :data:`METHODS`.
+    epsilon : float
+        Privacy budget of the search (> 0).
+    delta : float
+        In (0, 1).
+    lr_grid : iterable of float
+        Learning rates (> 0).
+    eps_v_grid : iterable of float
+        Floors (>= 0), for the correcting methods.
+    random_state : int, numpy.random.Generator or None
+        Seed (see ``icml26._common.check_random_state``).
+    epochs : float
+        Expected passes.
+    batch_size : int
+        Expected batch size.
+    progress : bool
+        Report progress with ``icml26._common.progress``.
+    **train_kw
+        Passed to :func:`train_private` (``max_norm``, ``hidden``, ``omega``, ``kappa``, ...).
+
     Returns
     -------
     best : dict
         ``{method: {"lr": ..., "eps_v": ..., "val_acc": ...}}``.
     table : pandas.DataFrame
         Every configuration tried with its validation accuracy.
+
+    References
+    ----------
+    Duc Dm, Thao Do, Minh Son Hoang, Anh Le Duc Tran, Daeyoung Kim, Huy Nguyen, "FIBER: A
+    Differentially Private Optimizer with Filter-Aware Innovation Bias Correction", ICML 2026,
+    arXiv:2605.03425 (no official code; update rule as catalogued in ``junaidaliop/zij``,
+    ``docs/math/fiber.md``).
     """
     import pandas as pd
 
@@ -1036,6 +1761,39 @@ def accuracy_vs_epsilon(
 
     The noise multiplier depends only on ``(epsilon, delta, q, T)``, so all methods share it,
     and a seed fixes initial weights, batches and noise draws for every method alike.
+
+    Parameters
+    ----------
+    data : TabularData
+        As returned by :func:`load_tabular` (or :func:`validation_split`).
+    hparams : mapping
+        ``{method: {"lr": ..., "eps_v": ...}}``, e.g. from :func:`select_hyperparameters`.
+    epsilons : iterable of float
+        Privacy budgets (> 0).
+    delta : float
+        In (0, 1).
+    seeds : iterable of int
+        One run per seed, method and epsilon (each seed is a ``random_state``).
+    epochs : float
+        Expected passes.
+    batch_size : int
+        Expected batch size.
+    progress : bool
+        Report progress with ``icml26._common.progress``.
+    **train_kw
+        Passed to :func:`train_private` (``max_norm``, ``hidden``, ``omega``, ``kappa``, ...).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per run: data, target_eps, seed, method, test_acc, epsilon, sigma_dp, sigma_w, steps, clamped, curve.
+
+    References
+    ----------
+    Duc Dm, Thao Do, Minh Son Hoang, Anh Le Duc Tran, Daeyoung Kim, Huy Nguyen, "FIBER: A
+    Differentially Private Optimizer with Filter-Aware Innovation Bias Correction", ICML 2026,
+    arXiv:2605.03425 (no official code; update rule as catalogued in ``junaidaliop/zij``,
+    ``docs/math/fiber.md``).
     """
     import pandas as pd
 
@@ -1078,6 +1836,45 @@ def dp_step_fn(
 
     Per-example (two-point where the method uses it) gradients, clipping, noise with
     ``expected_batch_size = len(x)``, and the optimizer update, exactly as in :func:`train_private`.
+
+    Parameters
+    ----------
+    method : str
+        A key of :data:`METHODS`.
+    model : torch.nn.Module
+        The network.
+    x : Tensor, shape (B, ...)
+        Inputs of the batch.
+    y : Tensor, shape (B,)
+        Labels of the batch.
+    noise_multiplier : float
+        sigma_DP >= 0.
+    max_norm : float
+        Clipping norm > 0.
+    lr : float
+        Learning rate.
+    omega : float
+        Innovation gain, ``0 < omega < 4/3`` (1 is no filtering).
+    kappa : float
+        EMA weight on the new gradient, ``0 < kappa < 2`` (1 is no filtering).
+    gamma : float, optional
+        Extrapolation length.
+    random_state : int, numpy.random.Generator or None
+        Seed (see ``icml26._common.check_random_state``).
+
+    Returns
+    -------
+    callable
+        ``step()``, one DP step per call (it updates ``model`` in place).
+
+    References
+    ----------
+    Duc Dm, Thao Do, Minh Son Hoang, Anh Le Duc Tran, Daeyoung Kim, Huy Nguyen, "FIBER: A
+    Differentially Private Optimizer with Filter-Aware Innovation Bias Correction", ICML 2026,
+    arXiv:2605.03425 (no official code; update rule as catalogued in ``junaidaliop/zij``,
+    ``docs/math/fiber.md``).
+    A. Yousefpour et al., "Opacus: User-Friendly Differential Privacy Library in PyTorch", 2021;
+    code https://github.com/pytorch/opacus.
     """
     _method(method)
     if not isinstance(model, nn.Module):
