@@ -25,6 +25,12 @@ kernelspec:
 """
 
 GOOD = HEADER + """
+The identity $1 = 1$ holds, and so does
+
+$$
+\\sum_{i=1}^{n} i = \\frac{n(n+1)}{2}.
+$$
+
 ```{code-cell} ipython3
 :tags: [parameters]
 
@@ -59,6 +65,19 @@ raise ValueError("boom in the third cell")
 """
 
 
+TOC = """format: jb-book
+root: book/intro
+parts:
+  - caption: Chapters
+    chapters:
+      - file: book/01-toy/toy
+      - file: book/02-bad/bad
+  - caption: About
+    chapters:
+      - file: book/status
+"""
+
+
 @pytest.fixture()
 def toy(tmp_path):
     root = tmp_path / "repo"
@@ -67,6 +86,7 @@ def toy(tmp_path):
     (root / "book" / "02-bad").mkdir()
     (root / "book" / "02-bad" / "bad.md").write_text(BAD)
     (root / "book" / "notes.md").write_text("# not a chapter\n")
+    (root / "_toc.yml").write_text(TOC)  # a chapter run by hand finds the book's root by it
     # a miniature of the library's layout, for the cache-key tests: two method modules,
     # the notebook runtime and the build tool
     pkg = root / "src" / "icml26"

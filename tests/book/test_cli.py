@@ -1,6 +1,7 @@
 """Tests of icml26.book.cli: one-line argument errors, exit codes, sync (on the toy book of conftest.py)."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -21,6 +22,9 @@ def _cli(*args, root=None):
         (["run", "--scale", "huge"], "valid scales: ci, full"),
         (["run", "--jobs", "0"], "0 must be >= 1"),
         (["run", "--seed", "-3"], "must be >= 0"),
+        (["run", "--seed", "99999999999999999999"], "must be < 4294967296 (2**32)"),
+        (["run", "--seed", "4294967296"], "must be < 4294967296"),
+        (["build", "--scale", "huge"], "valid scales: ci, full"),
     ],
 )
 def test_cli_bad_arguments_are_one_line_errors(toy, args, needle):
@@ -30,13 +34,41 @@ def test_cli_bad_arguments_are_one_line_errors(toy, args, needle):
     assert len(lines) == 1 and needle in lines[0], proc.stderr
 
 
+def test_cli_root_that_is_no_book_is_a_one_line_error(tmp_path):
+    for root in (tmp_path / "nonexistent", tmp_path):
+        proc = _cli("list", root=root)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and "--root" in lines[0] and "no book/ folder" in lines[0], proc.stderr
+
+
+def test_cli_jobs_beyond_the_cores_is_capped_with_a_warning(toy):
+    proc = _cli("run", "01", "--jobs", "1000", "--no-progress", root=toy.root)
+    assert proc.returncode == 0, proc.stderr
+    assert f"--jobs 1000 is more than the {os.cpu_count()} CPU core(s); running {os.cpu_count()} at a time" in proc.stderr
+
+
+def test_cli_build_help_names_the_scales():
+    proc = _cli("build", "--help")
+    assert proc.returncode == 0 and "{ci,full}" in proc.stdout and "--strict" in proc.stdout
+
+
 def test_cli_run_reports_failed_chapter_and_exits_nonzero(toy):
     proc = _cli("run", "--no-progress", "--jobs", "2", root=toy.root)
     assert proc.returncode == 1
-    assert "1 chapter(s) failed" in proc.stderr and "02-bad: bad.md, cell 4 (code cell 3" in proc.stderr
+    assert "1 chapter(s) failed" in proc.stderr and "02-bad: bad.md line 27, cell 4 (code cell 3" in proc.stderr
     assert "01-toy" in proc.stdout
+    # the run said what it was about to do, and each chapter as it finished
+    assert "2 of 2 chapter(s) to execute at ci scale, 2 at a time; no previous run to judge the time by" in proc.stderr
+    assert re.search(r"02-bad: failed in [\d.]+ s \(\d of 2 done", proc.stderr)
     listing = _cli("list", root=toy.root)
-    assert listing.returncode == 0 and "ci: failed" in listing.stdout
+    assert listing.returncode == 0
+    header, *rows = listing.stdout.splitlines()
+    assert header.split()[:3] == ["chapter", "notebooks", "ci"]
+    assert re.search(r"^01-toy\s+toy.md\s+ok, \d+ s, 20\d\d-", rows[0]) and re.search(r"^02-bad\s+bad.md\s+failed\s+not run", rows[1])
+    # a forced rerun estimates its time from the previous runs
+    again = _cli("run", "--no-progress", "--force", root=toy.root)
+    assert re.search(r"2 of 2 chapter\(s\) to execute at ci scale, 1 at a time; about \d+ s judging by the previous runs", again.stderr)
 
 
 def test_sync_writes_twins_and_refuses_to_clobber_edited_twin(toy):

@@ -1,8 +1,16 @@
 """Tests of icml26.book.runner: discovery, the cache, failure reports (on the toy book of conftest.py)."""
 
 import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
+
+from icml26.book.runner import estimate_wall, md_code_line
 
 
 def test_discovery_and_selection(toy):
@@ -77,3 +85,119 @@ def test_jobs_must_be_positive(toy):
     with pytest.raises(ValueError, match="jobs=0"):
         toy.run(toy.chapters(), "ci", 0, jobs=0)
 
+
+
+def test_failing_cell_is_named_by_its_line_in_the_md(toy):
+    rec = toy.execute(toy.select(["02"])[0], "ci", 0, progress=False)
+    lines = (toy.root / "book" / "02-bad" / "bad.md").read_text().splitlines()
+    expected = next(i for i, ln in enumerate(lines, 1) if ln.startswith("raise ValueError"))
+    assert rec.error["line"] == expected
+    assert f"bad.md line {expected}, cell 4" in rec.describe_error()
+
+
+def test_md_code_line_skips_cell_options():
+    text = "# t\n\n```{code-cell} ipython3\n:tags: [parameters]\n\nscale = 1\nseed = 0\n```\n\n```{code-cell} ipython3\na = 1\nb = 2\n```\n"
+    assert md_code_line(text, 1) == 6 and md_code_line(text, 1, 2) == 7
+    assert md_code_line(text, 2, 2) == 12 and md_code_line(text, 3) is None
+
+
+def test_failed_run_keeps_the_last_good_results_marked_stale(toy):
+    ch = toy.select(["01"])[0]
+    good = toy.execute(ch, "ci", 0, progress=False)
+    claims = toy.results_dir() / "ci" / "01-toy" / "main.json"
+    kept = claims.read_text()
+    assert toy.state("ci", ch) == ("ok", "")
+    src = ch.notebooks[0]
+    original = src.read_text()
+    src.write_text(original.replace("chapter.check_scale(scale)", "chapter.check_scale(scale)\n1 / 0"))
+    failed = toy.execute(ch, "ci", 0, progress=False)
+    assert failed.status == "failed" and failed.error["ename"] == "ZeroDivisionError"
+    # the good run's notebook, record and claims are all still there
+    assert toy.record("ci", ch).key == good.key and claims.read_text() == kept
+    assert (toy.executed_dir("ci", ch) / "toy.ipynb").exists()
+    assert (toy.executed_dir("ci", ch) / "failed" / "toy.ipynb").exists()  # the failing notebook, to look at
+    word, why = toy.state("ci", ch)
+    assert word == "stale" and "ZeroDivisionError" in why
+    # no temporary folders are left behind
+    assert not [p for p in toy.build_dir.rglob("*") if p.name.endswith((".tmp", ".old"))]
+    # the sources changed since the good run: also stale, and not a cache hit
+    src.write_text(original + "\n")
+    assert not toy.is_cached(ch, "ci", 0)
+    # a run that succeeds clears the failure
+    assert toy.execute(ch, "ci", 0, progress=False).status == "ok"
+    assert toy.state("ci", ch) == ("ok", "") and toy.failure("ci", ch) is None
+
+
+def test_list_and_status_page_say_stale(toy):
+    from icml26.book import site
+
+    ch = toy.select(["01"])[0]
+    toy.execute(ch, "full", 0, progress=False)
+    ch.notebooks[0].write_text(ch.notebooks[0].read_text().replace("chapter.check_scale(scale)", "1 / 0"))
+    toy.execute(ch, "full", 0, progress=False)
+    status = site.status_markdown(toy)
+    assert "**(stale)**" in status and "ZeroDivisionError" in status
+    proc = subprocess.run([sys.executable, "-m", "icml26", "--root", str(toy.root), "list"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0
+    assert proc.stdout.splitlines()[0].split()[:2] == ["chapter", "notebooks"]
+    assert re.search(r"01-toy .* stale, \d+ s", proc.stdout) and "01-toy (full): stale: the run of" in proc.stdout
+
+
+def test_estimate_wall():
+    assert estimate_wall([], 2) == 0
+    assert estimate_wall([10, 10, 10], 1) == 30
+    assert estimate_wall([30, 10, 10, 10], 2) == 30
+
+
+SLOW = """
+```{code-cell} ipython3
+import os, time
+open(os.environ["ICML26_TEST_PIDFILE"], "w").write(str(os.getpid()))
+time.sleep(300)
+```
+"""
+
+
+def test_sigint_stops_at_once_kills_kernels_cancels_queue_and_keeps_results(toy):
+    ch = toy.select(["01"])[0]
+    assert toy.execute(ch, "ci", 0, progress=False).status == "ok"
+    claims = toy.results_dir() / "ci" / "01-toy" / "main.json"
+    run_json = toy.executed_dir("ci", ch) / "run.json"
+    kept = (claims.read_text(), run_json.read_text())
+    # the chapter now records new claims, then hangs; chapter 02 waits in the queue
+    ch.notebooks[0].write_text(ch.notebooks[0].read_text().replace('ours=str(1 + seed)', 'ours=str(2 + seed)') + SLOW)
+    pidfile = toy.root / "kernel.pid"
+    env = dict(os.environ, ICML26_TEST_PIDFILE=str(pidfile), PYTHONWARNINGS="ignore")
+    cmd = [sys.executable, "-m", "icml26", "--root", str(toy.root), "run", "01", "02", "--scale", "ci", "--no-progress", "--jobs", "1"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        deadline = time.time() + 120
+        while not pidfile.exists() or not pidfile.read_text():
+            assert proc.poll() is None and time.time() < deadline, "the slow chapter never started"
+            time.sleep(0.2)
+        kernel = int(pidfile.read_text())
+        t0 = time.time()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+        took = time.time() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert took < 15, f"Ctrl-C took {took:.1f} s to stop the run"
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("python -m icml26 run: interrupted: stopped 01-toy; cancelled 1 queued chapter(s)"), err
+    # the queued chapter never started, the kernel is gone, the good results are intact
+    assert not (toy.executed_dir("ci", "02-bad") / "failed.json").exists()
+    for _ in range(50):
+        try:
+            os.kill(kernel, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"kernel {kernel} still runs after Ctrl-C")
+    assert (claims.read_text(), run_json.read_text()) == kept
+    assert toy.state("ci", ch)[0] == "stale"  # the source changed, and nothing replaced the good run
+    assert not [p for p in toy.build_dir.rglob("*") if p.name.endswith((".tmp", ".old"))]

@@ -1,35 +1,193 @@
-"""Tests of icml26.book.site: scorecard, status page, staging, output clean-up."""
+"""Tests of icml26.book.site: scorecard, status page, staging (partial and strict), output checks."""
+
+import html as html_lib
+import json
+import re
+import shutil
+from pathlib import Path
 
 import nbformat
 import pytest
 
 from icml26.book import site
 
+ROOT = Path(__file__).resolve().parents[2]
+
 
 def test_scorecard_and_stage(toy):
     ch = toy.select(["01"])[0]
     toy.execute(ch, "full", 0, progress=False)
     card = site.scorecard_markdown(toy, "full")
-    assert "| [Toy](01-toy/toy.ipynb) | one is one | 1 | 1 | **reproduced** | equal: yes | — | — |" in card
+    assert "| {doc}`Toy <01-toy/toy>` | one is one | 1 | 1 | **reproduced** | equal: yes | — | — |" in card
     assert "02-bad" in card and "not run" in card
     (toy.root / "_config.yml").write_text("title: t\n")
-    (toy.root / "_toc.yml").write_text("format: jb-book\nroot: book/notes\n")
     with pytest.raises(site.BuildError, match="02-bad: not executed at full scale"):
-        site.stage(toy, "full")
+        site.stage(toy, "full", strict=True)
+    staged = site.stage(toy, "full")  # lenient: renders what has run
+    assert staged.shown == {"01-toy": "ok", "02-bad": "not run"}
+    placeholder = (staged.path / "book" / "02-bad" / "bad.md").read_text()
+    assert placeholder.startswith("# Toy") and "python -m icml26 run 02 --scale full" in placeholder
+    assert any("02-bad: not executed" in n for n in staged.notes)
+    note = (staged.path / "book" / "_generated" / "build.md").read_text()
+    assert "executed at `full` scale with seed 0" in note and "(1 of 2 chapters" in note and "02-bad" in note
     status = site.status_markdown(toy)
     assert "| 01-toy |" in status and "CPU cores" in status
 
 
-def test_clean_executed_drops_progress_and_flags_warnings():
+def test_records_of_another_run_are_left_out_of_the_scorecard(toy):
+    ch = toy.select(["01"])[0]
+    toy.execute(ch, "full", 0, progress=False)
+    f = toy.results_dir() / "full" / "01-toy" / "main.json"
+    payload = json.loads(f.read_text())
+    payload["run_key"] = ""
+    payload["seed"] = 1
+    f.write_text(json.dumps(payload))
+    card = site.scorecard_markdown(toy, "full")
+    assert "one is one" not in card and "left out: 01-toy/main (seed 1)" in card
+
+
+def _nb(*outputs):
     nb = nbformat.v4.new_notebook()
     cell = nbformat.v4.new_code_cell("x")
-    cell.outputs = [
-        nbformat.v4.new_output("stream", name="stderr", text="seeds: 100%|##########| 3/3 [00:01<00:00, 2.1it/s]\r"),
-        nbformat.v4.new_output("stream", name="stdout", text="hello\n"),
-        nbformat.v4.new_output("stream", name="stderr", text="/x.py:1: RuntimeWarning: divide by zero\n"),
-    ]
+    cell.outputs = list(outputs)
     nb.cells.append(cell)
-    problems = site.clean_executed(nb)
-    assert len(nb.cells[0].outputs) == 2
-    assert len(problems) == 1 and "RuntimeWarning" in problems[0]
+    return nb
 
+
+def test_clean_executed_flags_progress_bars_warnings_and_keeps_outputs():
+    nb = _nb(
+        nbformat.v4.new_output("stream", name="stderr", text="seeds: 100%|##########| 3/3 [00:01<00:00, 2.1it/s]\r"),
+        nbformat.v4.new_output("stream", name="stdout", text="seeds: 3/3 done in 1.0 s\n"),
+        nbformat.v4.new_output("stream", name="stderr", text="/x.py:1: RuntimeWarning: divide by zero\n"),
+    )
+    problems = site.clean_executed(nb)
+    assert len(nb.cells[0].outputs) == 3
+    assert len(problems) == 2 and "progress-bar output" in problems[0] and "RuntimeWarning" in problems[1]
+
+
+def test_clean_executed_flags_nan_in_tables():
+    import pandas as pd
+
+    df = pd.DataFrame({"a": [1.0, float("nan")], "b": ["x", None]})
+    html = nbformat.v4.new_output("execute_result", data={"text/html": df.to_html(), "text/plain": str(df)}, execution_count=1)
+    problems = site.clean_executed(_nb(html))
+    assert len(problems) == 1 and "2 NaN/None cell(s)" in problems[0]
+    clean = df.astype(object).fillna("—")
+    ok = nbformat.v4.new_output("execute_result", data={"text/html": clean.to_html(), "text/plain": str(clean)}, execution_count=1)
+    md = nbformat.v4.new_output("display_data", data={"text/markdown": "| a | b |\n|---|---|\n| 1 | — |\n"})
+    assert site.clean_executed(_nb(ok, md)) == []
+    assert site.clean_executed(_nb(nbformat.v4.new_output("display_data", data={"text/markdown": "| a |\n|---|\n| nan |\n"})))
+
+
+def test_fold_parameters_replaces_the_injected_cell_by_a_caption():
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# T"),
+        nbformat.v4.new_code_cell('scale = "ci"\nseed = 0', metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell('# Parameters\nscale = "full"\nseed = 1\n', metadata={"tags": ["injected-parameters"]}),
+        nbformat.v4.new_code_cell("print(scale)"),
+    ]
+    nb.metadata["papermill"] = {"parameters": {"scale": "full", "seed": 1}}
+    site.fold_parameters(nb)
+    assert [c.cell_type for c in nb.cells] == ["markdown", "code", "markdown", "code"]
+    assert "`scale = 'full'`, `seed = 1`" in nb.cells[2].source
+
+
+# --------------------------------------------------------------------------------------
+# a real build of the toy book (with the repository's own _config.yml and pages)
+# --------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    import conftest
+
+    from icml26.book.runner import Book
+
+    root = tmp_path_factory.mktemp("built") / "repo"
+    (root / "book" / "01-toy").mkdir(parents=True)
+    (root / "book" / "01-toy" / "toy.md").write_text(conftest.GOOD)
+    (root / "book" / "02-bad").mkdir()
+    (root / "book" / "02-bad" / "bad.md").write_text(conftest.BAD)
+    (root / "_toc.yml").write_text(conftest.TOC)
+    shutil.copy2(ROOT / "_config.yml", root / "_config.yml")
+    for page in ("intro.md", "status.md"):
+        shutil.copy2(ROOT / "book" / page, root / "book" / page)
+    shutil.copytree(ROOT / "src", root / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    book = Book(root)
+    assert book.execute(book.select(["01"])[0], "ci", 0, progress=False).status == "ok"
+    assert book.execute(book.select(["02"])[0], "ci", 0, progress=False).status == "failed"
+    result = site.build(book, "ci")
+    return book, result
+
+
+def _text(page: Path) -> str:
+    """A rendered page as the reader reads it: tags dropped, entities decoded, spaces folded."""
+    return re.sub(r"\s+", " ", html_lib.unescape(re.sub(r"<[^>]+>", " ", page.read_text())))
+
+
+def test_partial_build_renders_what_ran_and_names_the_command_for_the_rest(built):
+    book, result = built
+    html = book.build_dir / "html"
+    assert result.index == html / "index.html"
+    bad = _text(html / "book" / "02-bad" / "bad.html")
+    assert "python -m icml26 run 02 --scale ci" in bad and "boom in the third cell" in bad and "bad.md line 27" in bad
+    toy = _text(html / "book" / "01-toy" / "toy.html")
+    assert "one is one" in toy
+    # papermill's injected cell is folded into one line under the parameters cell
+    assert "# Parameters" not in toy
+    assert "This run used scale = 'ci' , seed = 0 : the runner set them" in toy
+    # the intro says what this build shows, derived from the runs
+    intro = _text(html / "book" / "intro.html")
+    assert "The pages show the notebooks as executed at ci scale with seed 0" in intro
+    assert "Not shown, because they have not run successfully at this scale: 02-bad" in intro and "quick ci scale" in intro
+    assert any("02-bad: last ci run failed" in n for n in result.notes)
+    with pytest.raises(site.BuildError, match="--strict"):
+        site.stage(book, "ci", strict=True)
+
+
+def test_build_loads_nothing_from_the_network_and_bundles_mathjax(built):
+    from icml26.book.check_site import external_assets
+
+    book, _ = built
+    html = book.build_dir / "html"
+    assert (html / "_static" / "mathjax" / "tex-chtml.js").exists()
+    assert external_assets(html) == []
+    toy = (html / "book" / "01-toy" / "toy.html").read_text()
+    assert 'class="math' in toy and "mathjax/tex-chtml.js" in toy
+
+
+def test_external_assets_finds_a_cdn_script(tmp_path):
+    from icml26.book.check_site import external_assets
+
+    (tmp_path / "a.html").write_text('<html><head><script src="https://cdn.example/x.js"></script>'
+                                     '<link rel="stylesheet" href="//cdn.example/y.css"><img src="z.png"></head></html>')
+    assert external_assets(tmp_path) == ["a.html: script https://cdn.example/x.js", "a.html: link //cdn.example/y.css"]
+
+
+def test_check_site_in_a_browser(built):
+    if not shutil.which("chromium"):
+        pytest.skip("no chromium on this machine (apt-get install chromium); make check-site needs it")
+    from icml26.book.check_site import check_site
+
+    book, _ = built
+    report = check_site(book.build_dir / "html")
+    assert report.ok, report.summary()
+    assert report.pages >= 4 and report.math > 0
+
+
+def test_check_site_catches_what_a_reader_would_see_broken(tmp_path):
+    if not shutil.which("chromium"):
+        pytest.skip("no chromium on this machine (apt-get install chromium); make check-site needs it")
+    from icml26.book.check_site import check_site
+
+    (tmp_path / "ok.html").write_text("<html><body><p id='here'>fine</p></body></html>")
+    (tmp_path / "bad.html").write_text(
+        "<html><body><img src='missing.png'><script>throw new Error('kaput')</script>"
+        "<span class='math'>\\(x^2\\)</span><a href='nope.html'>x</a><a href='ok.html#gone'>y</a>"
+        "<a href='ok.html#here'>z</a><a href='https://example.org/'>w</a></body></html>"
+    )
+    report = check_site(tmp_path)
+    text = "\n".join(report.problems)
+    assert not report.ok and report.pages == 2 and report.external_links == 1
+    for needle in ("broken image: missing.png", "JavaScript error", "kaput", "math left unrendered", "nope.html: no such file", "no anchor #gone"):
+        assert needle in text, report.summary()
+    assert "#here" not in text

@@ -491,12 +491,34 @@ def repo_root() -> Path | None:
 
 
 def results_dir() -> Path:
-    """Where claim records go: ``$ICML26_RESULTS_DIR``, else ``<repo>/_build/results``, else ``./_results``."""
+    """Where claim records go: ``$ICML26_RESULTS_DIR``, else ``<book>/_build/results``, else ``./_results``.
+
+    ``<book>`` is the nearest folder at or above the current one that holds ``_toc.yml``
+    and ``book/`` (a chapter runs in its own folder), else the checkout this package is
+    installed from.
+    """
     env = os.environ.get("ICML26_RESULTS_DIR")
     if env:
         return Path(env)
+    here = Path.cwd().resolve()
+    for d in (here, *here.parents):
+        if (d / "_toc.yml").is_file() and (d / "book").is_dir():
+            return d / "_build" / "results"
     root = repo_root()
     return (root / "_build" / "results") if root else Path.cwd() / "_results"
+
+
+def records_dir(chapter: str, scale: str, seed: int) -> Path:
+    """The folder of a chapter's claim records for this run.
+
+    Under ``python -m icml26 run`` (``$ICML26_RUN_KEY`` set) it is
+    ``results_dir()/<scale>/<chapter>``, the folder the scorecard reads. Any other run
+    (papermill or Jupyter by hand) writes to ``results_dir()/manual/<scale>/seed-<seed>/<chapter>``,
+    so that it never overwrites, nor mixes with, the records of the runner's runs.
+    """
+    if os.environ.get("ICML26_RUN_KEY"):
+        return results_dir() / scale / chapter
+    return results_dir() / "manual" / scale / f"seed-{check_seed(seed)}" / chapter
 
 
 def record_claims(
@@ -510,10 +532,10 @@ def record_claims(
 ):
     """Write a chapter's claim rows as JSON for the scorecard and return them as a table.
 
-    The file is ``results_dir()/<scale>/<chapter>/<part>.json``. It names the scale,
+    The file is ``records_dir(chapter, scale, seed)/<part>.json``. It names the scale,
     the seed and, when the runner executed the chapter, the run's cache key
-    (``$ICML26_RUN_KEY``), so that records made outside the runner are never mixed
-    with its own.
+    (``$ICML26_RUN_KEY``); records made outside the runner go to a folder of their own,
+    keyed by scale and seed, so they are never mixed with the runner's.
 
     Returns
     -------
@@ -542,7 +564,7 @@ def record_claims(
         "claims": [asdict(c) for c in claims],
         "extra": dict(extra or {}),
     }
-    out = results_dir() / scale / chapter
+    out = records_dir(chapter, scale, seed)
     out.mkdir(parents=True, exist_ok=True)
     tmp = out / f".{part}.json.tmp"
     tmp.write_text(json.dumps(payload, indent=2, default=_jsonable))

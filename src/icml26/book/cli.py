@@ -9,7 +9,10 @@ Examples
 ``python -m icml26 run --scale full --jobs 2``
     every chapter, two at a time.
 ``python -m icml26 build``
-    render the book from the executed full-scale notebooks into ``_build/html``.
+    render the book from the executed full-scale notebooks into ``_build/html``
+    (chapters that have not run show the command that runs them; ``--strict`` refuses).
+``python -m icml26 check-site``
+    open every page of ``_build/html`` in headless Chromium and report what is broken.
 ``python -m icml26 sync``
     write the ``.ipynb`` twins of every chapter to ``_build/ipynb`` (for nbval).
 """
@@ -17,10 +20,14 @@ Examples
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import threading
 from pathlib import Path
 
 from .chapter import SCALES
+
+SEED_LIMIT = 2**32  # numpy's seed range; chapter.check_seed allows 0 .. 2**32 - 1
 
 
 class _Parser(argparse.ArgumentParser):
@@ -28,8 +35,8 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def _int_at_least(low: int):
-    """An argparse type: an integer >= ``low``, with a one-line message otherwise."""
+def _int_at_least(low: int, below: int | None = None):
+    """An argparse type: an integer >= ``low`` (and < ``below``), with a one-line message otherwise."""
 
     def parse(text: str) -> int:
         try:
@@ -38,6 +45,8 @@ def _int_at_least(low: int):
             raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
         if v < low:
             raise argparse.ArgumentTypeError(f"{v} must be >= {low}")
+        if below is not None and v >= below:
+            raise argparse.ArgumentTypeError(f"{v} must be < {below} (2**{below.bit_length() - 1})")
         return v
 
     return parse
@@ -58,15 +67,25 @@ def make_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="execute chapters with papermill (cached)")
     r.add_argument("chapters", nargs="*", help="chapter ids, numbers or slugs (default: all)")
-    r.add_argument("--scale", type=_scale, default="ci", help=f"one of {', '.join(SCALES)} (default: ci)")
-    r.add_argument("--seed", type=_int_at_least(0), default=0, help="non-negative seed (default: 0)")
-    r.add_argument("--jobs", "-j", type=_int_at_least(1), default=1, help="chapters executed at once (default: 1)")
+    r.add_argument("--scale", type=_scale, default="ci", metavar="{" + ",".join(SCALES) + "}", help="ci: under a minute per chapter; full: the run the book renders (default: ci)")
+    r.add_argument("--seed", type=_int_at_least(0, SEED_LIMIT), default=0, help="seed, 0 <= seed < 2**32 (default: 0)")
+    r.add_argument("--jobs", "-j", type=_int_at_least(1), default=1, help="chapters executed at once, at most the number of CPU cores (default: 1)")
     r.add_argument("--force", action="store_true", help="execute even if the cache is valid")
     r.add_argument("--no-progress", action="store_true", help="no progress bars")
 
-    b = sub.add_parser("build", help="render the book from the executed notebooks")
-    b.add_argument("--scale", type=_scale, default="full", help="which executions to render (default: full)")
-    b.add_argument("--no-strict", action="store_true", help="do not turn Sphinx warnings into errors")
+    b = sub.add_parser(
+        "build",
+        help="render the book from the executed notebooks",
+        description="Render the book from the executed notebooks of one scale. By default every chapter that "
+        "has run is rendered, and the others show the command that runs them; --strict refuses to build "
+        "unless every chapter ran cleanly (for CI).",
+    )
+    b.add_argument("--scale", type=_scale, default="full", metavar="{" + ",".join(SCALES) + "}", help="which executions to render: " + " or ".join(SCALES) + " (default: full)")
+    b.add_argument("--strict", action="store_true", help="all or nothing: fail if a chapter has not run, failed, is stale, or shows NaN, warnings or progress bars")
+    b.add_argument("--allow-warnings", action="store_true", help="do not turn Sphinx warnings into errors")
+
+    c = sub.add_parser("check-site", help="open every page of the built book in headless Chromium and report problems")
+    c.add_argument("--html", type=Path, default=None, help="the built book (default: _build/html)")
 
     sub.add_parser("sync", help="write the .ipynb twins of the chapters to _build/ipynb")
     return p
@@ -86,19 +105,41 @@ def find_root(start: Path | None = None) -> Path:
     raise SystemExit(f"python -m icml26: error: no book found at or above {here} (looked for _toc.yml and book/)")
 
 
+def _err(command: str, message: str) -> None:
+    print(f"python -m icml26 {command}: error: {message}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     from .runner import Book
 
-    book = Book(args.root or find_root())
+    try:
+        book = Book(args.root or find_root())
+    except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
+        _err(args.command, f"--root: {exc}" if args.root else str(exc))
+        return 2
 
     if args.command == "list":
+        rows = [["chapter", "notebooks", *(f"{s} (state, wall time, finished)" for s in SCALES)]]
+        notes = []
         for ch in book.chapters():
-            states = []
+            cells = []
             for s in SCALES:
+                word, why = book.state(s, ch)
                 rec = book.record(s, ch)
-                states.append(f"{s}: " + ("-" if rec is None else f"{rec.status} {rec.wall_s:.0f}s"))
-            print(f"{ch.id:<22} {', '.join(nb.name for nb in ch.notebooks):<28} {' | '.join(states)}")
+                if rec is not None and word in ("ok", "stale"):
+                    cells.append(f"{word}, {rec.wall_s:.0f} s, {rec.finished}")
+                else:
+                    cells.append(word)
+                if why:
+                    notes.append(f"{ch.id} ({s}): {word}: {why}")
+            rows.append([ch.id, ", ".join(nb.name for nb in ch.notebooks), *cells])
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        for r in rows:
+            print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+        if notes:
+            print()
+            print("\n".join(notes))
         return 0
 
     if args.command == "sync":
@@ -117,12 +158,31 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     if args.command == "run":
+        from .runner import Interrupted
+
         try:
             chapters = book.select(args.chapters)
         except ValueError as exc:
-            print(f"python -m icml26 run: error: {exc}", file=sys.stderr)
+            _err("run", str(exc))
             return 2
-        records = book.run(chapters, args.scale, args.seed, jobs=args.jobs, force=args.force, progress=not args.no_progress)
+        jobs = args.jobs
+        cores = os.cpu_count() or 1
+        if jobs > cores:
+            print(f"python -m icml26 run: warning: --jobs {jobs} is more than the {cores} CPU core(s); running {cores} at a time", file=sys.stderr)
+            jobs = cores
+
+        def say(msg: str) -> None:
+            print(msg, file=sys.stderr, flush=True)
+
+        try:
+            records = book.run(chapters, args.scale, args.seed, jobs=jobs, force=args.force, progress=not args.no_progress, say=say)
+        except Interrupted as exc:
+            print(f"python -m icml26 run: interrupted: {exc.summary()}", file=sys.stderr, flush=True)
+            _exit_now_if_threads_linger(130)
+            return 130
+        except KeyboardInterrupt:
+            print("python -m icml26 run: interrupted before any chapter started; nothing changed", file=sys.stderr, flush=True)
+            return 130
         width = max((len(r.chapter) for r in records), default=10)
         for r in records:
             how = "(cached: wall time of the run that made it)" if r.status == "cached" else ""
@@ -141,13 +201,38 @@ def main(argv: list[str] | None = None) -> int:
 
         problems = check_toc(book)
         if problems:
-            print("python -m icml26 build: error: " + "; ".join(problems), file=sys.stderr)
+            _err("build", "; ".join(problems))
             return 1
         try:
-            index = build(book, args.scale, strict=not args.no_strict)
+            result = build(book, args.scale, strict=args.strict, warnings_are_errors=not args.allow_warnings)
         except BuildError as exc:
-            print(f"python -m icml26 build: error: {exc}", file=sys.stderr)
+            _err("build", str(exc))
             return 1
-        print(f"book built: {index}")
+        for line in result.notes:
+            print(f"python -m icml26 build: note: {line}", file=sys.stderr)
+        print(f"book built: {result.index}")
         return 0
+
+    if args.command == "check-site":
+        from .check_site import check_site
+
+        html = args.html or book.build_dir / "html"
+        if not (html / "index.html").exists():
+            _err("check-site", f"{html} holds no built book; run `python -m icml26 build` first")
+            return 2
+        try:
+            report = check_site(html)
+        except RuntimeError as exc:  # no browser
+            _err("check-site", str(exc))
+            return 2
+        print(report.summary())
+        return 0 if report.ok else 1
     return 2  # pragma: no cover
+
+
+def _exit_now_if_threads_linger(code: int) -> None:
+    """Exit at once if a worker thread is still unwinding (it would hold the interpreter open)."""
+    if any(t is not threading.main_thread() and t.is_alive() and not t.daemon for t in threading.enumerate()):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)

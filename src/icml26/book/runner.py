@@ -9,6 +9,11 @@ The cache key hashes the chapter's notebook sources, every file of the ``src/``
 library, the chapter's ``data/`` folder, the pinned requirements and the parameters:
 a rerun with all of these unchanged is a cache hit and does not execute; a change in
 ``src/`` does.
+
+A chapter executes into a temporary folder (its claim records likewise); only a run that
+succeeded replaces the previous results. A failed or interrupted run leaves the last good
+results in place: the failure is kept beside them (``failed.json`` and the failing
+notebooks under ``failed/``) and the good results are reported *stale* until a run succeeds.
 """
 
 from __future__ import annotations
@@ -19,12 +24,14 @@ import json
 import os
 import re
 import shutil
+import signal
 import tempfile
+import threading
 import time
 import uuid
-from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from .chapter import check_scale, check_seed
@@ -52,17 +59,48 @@ class RunRecord:
     chapter: str
     scale: str
     seed: int
-    status: str  # "ok", "cached" or "failed"
+    status: str  # "ok", "cached", "failed" or "interrupted"
     wall_s: float
     key: str
     notebooks: list[str] = field(default_factory=list)
     error: dict | None = None
     finished: str = ""
 
+    @classmethod
+    def load(cls, path: Path) -> RunRecord:
+        """Read a record written by any version of the runner (unknown fields are ignored)."""
+        data = json.loads(path.read_text())
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
     def describe_error(self) -> str:
         e = self.error or {}
-        where = f"{e.get('notebook', '?')}, cell {e.get('cell', '?')}"
+        where = e.get("notebook", "?")
+        if e.get("line"):
+            where += f" line {e['line']}"
+        if e.get("cell"):
+            where += f", cell {e['cell']}"
         return f"{self.chapter}: {where}: {e.get('ename', 'Error')}: {e.get('evalue', '')}".strip()
+
+
+class Interrupted(KeyboardInterrupt):
+    """A run stopped by Ctrl-C: which chapters were running, which never started."""
+
+    def __init__(self, running: list[str], cancelled: list[str], finished: list[RunRecord]) -> None:
+        super().__init__("interrupted")
+        self.running = running
+        self.cancelled = cancelled
+        self.finished = finished
+
+    def summary(self) -> str:
+        parts = []
+        if self.running:
+            parts.append("stopped " + ", ".join(self.running))
+        if self.cancelled:
+            parts.append(f"cancelled {len(self.cancelled)} queued chapter(s)")
+        if self.finished:
+            parts.append(f"{len(self.finished)} finished before")
+        return "; ".join(parts or ["nothing was running"]) + "; earlier results kept"
 
 
 class Book:
@@ -119,11 +157,41 @@ class Book:
         return self.build_dir / "results"
 
     def record(self, scale: str, chapter: Chapter | str) -> RunRecord | None:
-        """The last run record of a chapter at a scale, if any."""
+        """The record of the chapter's last good run at a scale (the results on disk), if any."""
         p = self.executed_dir(scale, chapter) / "run.json"
         if not p.exists():
             return None
-        return RunRecord(**json.loads(p.read_text()))
+        return RunRecord.load(p)
+
+    def failure(self, scale: str, chapter: Chapter | str) -> RunRecord | None:
+        """The record of a failed run made after the last good one, if any."""
+        p = self.executed_dir(scale, chapter) / "failed.json"
+        if not p.exists():
+            return None
+        return RunRecord.load(p)
+
+    def state(self, scale: str, chapter: Chapter) -> tuple[str, str]:
+        """What is on disk for a chapter at a scale: ``(word, why)``.
+
+        The word is ``"not run"``, ``"failed"`` (no good run, the last one failed),
+        ``"ok"``, or ``"stale"`` (results of an earlier good run are kept, but the last
+        run failed or the chapter's inputs changed since).
+        """
+        rec, fail = self.record(scale, chapter), self.failure(scale, chapter)
+        if rec is None or rec.status == "failed":  # (a failed run.json comes from an older runner)
+            fail = fail or rec
+            if fail is None:
+                return "not run", ""
+            return "failed", fail.describe_error()
+        if fail is not None:
+            return "stale", f"the run of {fail.finished} failed ({fail.describe_error()}); results of {rec.finished} kept"
+        try:
+            changed = self.cache_key(chapter, scale, rec.seed) != rec.key
+        except (OSError, SyntaxError):  # pragma: no cover - a source being edited
+            changed = False
+        if changed:
+            return "stale", f"the chapter or its library changed since the run of {rec.finished}"
+        return "ok", ""
 
     # -- cache key -------------------------------------------------------------------------
     def key_inputs(self, chapter: Chapter) -> list[Path]:
@@ -160,6 +228,19 @@ class Book:
         return h.hexdigest()
 
     # -- execution -------------------------------------------------------------------------
+    def is_cached(self, chapter: Chapter, scale: str, seed: int, key: str | None = None) -> bool:
+        """Whether the chapter's last good run has the cache key it would have now."""
+        key = key or self.cache_key(chapter, scale, seed)
+        prev = self.record(scale, chapter)
+        out_dir = self.executed_dir(scale, chapter)
+        return (
+            prev is not None
+            and prev.key == key
+            and prev.status in ("ok", "cached")
+            and not (out_dir / "failed.json").exists()
+            and all((out_dir / f"{nb.stem}.ipynb").exists() for nb in chapter.notebooks)
+        )
+
     def execute(
         self,
         chapter: Chapter,
@@ -169,74 +250,117 @@ class Book:
         force: bool = False,
         position: int | None = None,
         progress: bool = True,
+        kernels: KernelRegistry | None = None,
     ) -> RunRecord:
-        """Execute one chapter (every notebook in order) unless its cache key is unchanged."""
+        """Execute one chapter (every notebook in order) unless its cache key is unchanged.
+
+        The notebooks execute into a temporary folder and the claim records go to a
+        temporary results folder; both replace the chapter's previous results only when
+        every notebook ran through. ``kernels`` (shared by the chapters of one
+        :meth:`run`) lets Ctrl-C shut down the running kernels.
+        """
         check_scale(scale)
         seed = check_seed(seed)
+        kernels = kernels or KernelRegistry()
         key = self.cache_key(chapter, scale, seed)
-        prev = self.record(scale, chapter)
         out_dir = self.executed_dir(scale, chapter)
-        if (
-            not force
-            and prev is not None
-            and prev.key == key
-            and prev.status in ("ok", "cached")
-            and all((out_dir / f"{nb.stem}.ipynb").exists() for nb in chapter.notebooks)
-        ):
+        if not force and self.is_cached(chapter, scale, seed, key):
+            prev = self.record(scale, chapter)
+            assert prev is not None
             prev.status = "cached"
             return prev
+        record = RunRecord(chapter=chapter.id, scale=scale, seed=seed, status="ok", wall_s=0.0, key=key)
+        if kernels.cancelled:
+            record.status = "interrupted"
+            return record
 
         import jupytext  # imported here: a cache hit should not pay for papermill's import
         import papermill
         from papermill.exceptions import PapermillExecutionError
 
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        out_dir.mkdir(parents=True)
-        stale = self.results_dir() / scale / chapter.id  # claim records of the previous run
-        if stale.exists():
-            shutil.rmtree(stale)
-
-        kernel_env = {"ICML26_RESULTS_DIR": str(self.results_dir()), "ICML26_RUN_KEY": key, "ICML26_PROGRESS": "line"}
+        token = uuid.uuid4().hex[:12]
+        work = out_dir.parent / f".{chapter.id}.{token}.tmp"
+        res_root = self.results_dir() / ".tmp" / token
+        work.mkdir(parents=True)
+        kernel_env = {"ICML26_RESULTS_DIR": str(res_root), "ICML26_RUN_KEY": key, "ICML26_PROGRESS": "line"}
         t0 = time.perf_counter()
-        record = RunRecord(chapter=chapter.id, scale=scale, seed=seed, status="ok", wall_s=0.0, key=key)
-        for nb_path in chapter.notebooks:
-            out = out_dir / f"{nb_path.stem}.ipynb"
-            record.notebooks.append(out.name)
-            bar: bool | dict = False
-            if progress:
-                bar = {"desc": f"{chapter.id}/{nb_path.stem}", "leave": False}
-                if position is not None:
-                    bar["position"] = position
-            source = jupytext.read(nb_path)
+        try:
+            for nb_path in chapter.notebooks:
+                out = work / f"{nb_path.stem}.ipynb"
+                record.notebooks.append(out.name)
+                bar: bool | dict = False
+                if progress:
+                    bar = {"desc": f"{chapter.id}/{nb_path.stem}", "leave": False}
+                    if position is not None:
+                        bar["position"] = position
+                source = jupytext.read(nb_path)
+                try:
+                    papermill.execute_notebook(
+                        source,
+                        str(out),
+                        parameters={"scale": scale, "seed": seed},
+                        cwd=str(chapter.path),
+                        kernel_name="python3",
+                        progress_bar=bar,
+                        log_output=False,
+                        kernel_manager_class=kernel_manager_with_env(kernel_env, kernels),
+                    )
+                except PapermillExecutionError as exc:
+                    record.status = "failed"
+                    record.error = {
+                        "notebook": nb_path.name,
+                        **source_location(nb_path, source, exc.cell_index, exc.traceback),
+                        "ename": exc.ename,
+                        "evalue": str(exc.evalue).splitlines()[0][:500] if exc.evalue else "",
+                    }
+                except Exception as exc:  # kernel died, bad notebook, ...
+                    record.status = "failed"
+                    record.error = {"notebook": nb_path.name, "cell": None, "ename": type(exc).__name__, "evalue": str(exc)[:500]}
+                if kernels.cancelled:
+                    record.status, record.error = "interrupted", None
+                if record.status != "ok":
+                    break
+            record.wall_s = round(time.perf_counter() - t0, 2)
+            record.finished = time.strftime("%Y-%m-%d %H:%M:%S")
+            if record.status == "ok":
+                (work / "run.json").write_text(json.dumps(asdict(record), indent=2))
+                self._commit(work, out_dir, res_root / scale / chapter.id, self.results_dir() / scale / chapter.id)
+            elif record.status == "failed":
+                out_dir.mkdir(parents=True, exist_ok=True)
+                failed = out_dir / "failed"
+                shutil.rmtree(failed, ignore_errors=True)
+                work.rename(failed)
+                (out_dir / "failed.json").write_text(json.dumps(asdict(record), indent=2))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+            shutil.rmtree(res_root, ignore_errors=True)
             try:
-                papermill.execute_notebook(
-                    source,
-                    str(out),
-                    parameters={"scale": scale, "seed": seed},
-                    cwd=str(chapter.path),
-                    kernel_name="python3",
-                    progress_bar=bar,
-                    log_output=False,
-                    kernel_manager_class=kernel_manager_with_env(kernel_env),
-                )
-            except PapermillExecutionError as exc:
-                record.status = "failed"
-                record.error = {
-                    "notebook": nb_path.name,
-                    "cell": _source_cell_number(source, exc.cell_index),
-                    "ename": exc.ename,
-                    "evalue": str(exc.evalue).splitlines()[0][:500] if exc.evalue else "",
-                }
-                break
-            except Exception as exc:  # kernel died, bad notebook, ...
-                record.status = "failed"
-                record.error = {"notebook": nb_path.name, "cell": None, "ename": type(exc).__name__, "evalue": str(exc)[:500]}
-                break
-        record.wall_s = round(time.perf_counter() - t0, 2)
-        record.finished = time.strftime("%Y-%m-%d %H:%M:%S")
-        (out_dir / "run.json").write_text(json.dumps(asdict(record), indent=2))
+                res_root.parent.rmdir()  # results/.tmp, once no other run uses it
+            except OSError:
+                pass
         return record
+
+    @staticmethod
+    def _commit(work: Path, out_dir: Path, res_new: Path, res_dest: Path) -> None:
+        """Put a successful run in place of the previous one (each step a rename)."""
+        token = uuid.uuid4().hex[:8]
+        old_res = res_dest.parent / f".{res_dest.name}.{token}.old"
+        if res_dest.exists():
+            res_dest.rename(old_res)
+        if res_new.exists():
+            res_dest.parent.mkdir(parents=True, exist_ok=True)
+            res_new.rename(res_dest)
+        old_out = out_dir.parent / f".{out_dir.name}.{token}.old"
+        if out_dir.exists():
+            out_dir.rename(old_out)
+        work.rename(out_dir)
+        shutil.rmtree(old_res, ignore_errors=True)
+        shutil.rmtree(old_out, ignore_errors=True)
+
+    def expected_wall(self, chapter: Chapter, scale: str) -> float | None:
+        """Wall time of the chapter's previous run at this scale (good or failed), if known."""
+        recs = [r for r in (self.record(scale, chapter), self.failure(scale, chapter)) if r is not None]
+        return max(recs, key=lambda r: r.finished).wall_s if recs else None
 
     def run(
         self,
@@ -247,28 +371,128 @@ class Book:
         jobs: int = 1,
         force: bool = False,
         progress: bool = True,
+        say: Callable[[str], None] | None = None,
     ) -> list[RunRecord]:
-        """Execute several chapters, ``jobs`` at a time; a failure does not stop the others."""
+        """Execute several chapters, ``jobs`` at a time; a failure does not stop the others.
+
+        ``say`` receives one-line messages: the plan with an estimate of the time from the
+        previous runs' wall times, then each chapter as it finishes with the time left.
+        Ctrl-C (KeyboardInterrupt in the calling thread) kills the running kernels, cancels
+        the queued chapters, keeps every chapter's previous results and raises
+        :class:`Interrupted`.
+        """
         from tqdm.auto import tqdm
 
         if not isinstance(jobs, int) or jobs < 1:
             raise ValueError(f"jobs={jobs!r} must be an integer >= 1")
+        check_scale(scale)
+        seed = check_seed(seed)
+        say = say or (lambda msg: None)
         chapters = list(chapters)
+        todo = [c for c in chapters if force or not self.is_cached(c, scale, seed)]
+        expected = {c.id: self.expected_wall(c, scale) for c in todo}
+        known = [w for w in expected.values() if w is not None]
+        if todo:
+            unknown = len(todo) - len(known)
+            est = f"about {_duration(estimate_wall(known, jobs))} judging by the previous runs" if known else "no previous run to judge the time by"
+            if known and unknown:
+                est += f" ({unknown} chapter(s) without one)"
+            say(f"{len(todo)} of {len(chapters)} chapter(s) to execute at {scale} scale, {min(jobs, len(todo))} at a time; {est}")
+        kernels = KernelRegistry()
         records: list[RunRecord] = []
         overall = tqdm(total=len(chapters), desc=f"chapters ({scale})", unit="chapter", disable=not progress, position=0)
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            futures = {
-                pool.submit(self.execute, ch, scale, seed, force=force, position=1 + (i % jobs), progress=progress): ch
-                for i, ch in enumerate(chapters)
-            }
-            for fut in as_completed(futures):
-                rec = fut.result()
-                records.append(rec)
-                overall.set_postfix_str(f"{rec.chapter}: {rec.status} ({rec.wall_s:.1f}s)")
-                overall.update(1)
+        pool = ThreadPoolExecutor(max_workers=jobs)
+        futures = {
+            pool.submit(self.execute, ch, scale, seed, force=force, position=1 + (i % jobs), progress=progress, kernels=kernels): ch
+            for i, ch in enumerate(chapters)
+        }
+        left = dict(expected)
+        try:
+            pending = set(futures)
+            while pending:
+                done, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    rec = fut.result()
+                    records.append(rec)
+                    left.pop(rec.chapter, None)
+                    remaining = [w for w in left.values() if w is not None]
+                    eta = f"; about {_duration(estimate_wall(remaining, jobs))} left" if remaining else ""
+                    overall.set_postfix_str(f"{rec.chapter}: {rec.status} ({rec.wall_s:.1f}s){eta}")
+                    overall.update(1)
+                    if rec.status != "cached":
+                        say(f"{rec.chapter}: {rec.status} in {rec.wall_s:.1f} s ({len(records)} of {len(chapters)} done{eta})")
+        except KeyboardInterrupt:
+            _ignore_sigint()  # a second Ctrl-C must not break the clean-up
+            kernels.cancel()
+            queued = [futures[f].id for f in futures if f.cancel()]
+            running = [futures[f].id for f in futures if not f.done()]
+            wait([f for f in futures if not f.cancelled()], timeout=30)
+            pool.shutdown(wait=False, cancel_futures=True)
+            overall.close()
+            finished = [f.result() for f in futures if f.done() and not f.cancelled() and f.exception() is None]
+            raise Interrupted(running, queued, [r for r in finished if r.status in ("ok", "failed")]) from None
+        pool.shutdown()
         overall.close()
         order = {c.id: i for i, c in enumerate(chapters)}
         return sorted(records, key=lambda r: order[r.chapter])
+
+
+def estimate_wall(walls: Sequence[float], jobs: int) -> float:
+    """Wall time of running tasks of these durations ``jobs`` at a time, longest first."""
+    lanes = [0.0] * max(1, jobs)
+    for w in sorted(walls, reverse=True):
+        lanes[lanes.index(min(lanes))] += w
+    return max(lanes)
+
+
+def _duration(seconds: float) -> str:
+    seconds = round(seconds)
+    return f"{seconds} s" if seconds < 90 else f"{seconds // 60} min {seconds % 60:02d} s"
+
+
+def _ignore_sigint() -> None:
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+class KernelRegistry:
+    """The kernels started by one run, so that Ctrl-C can shut them all down at once."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._managers: list = []
+        self._cancel = threading.Event()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancel.is_set()
+
+    def add(self, manager) -> None:
+        with self._lock:
+            self._managers.append(manager)
+        if self.cancelled:  # started while the run was being stopped
+            _kill(manager)
+
+    def cancel(self) -> None:
+        """Mark the run stopped and kill every kernel it started (and their children)."""
+        self._cancel.set()
+        with self._lock:
+            managers = list(self._managers)
+        for m in managers:
+            _kill(m)
+
+
+def _kill(manager) -> None:
+    pid = getattr(getattr(manager, "provisioner", None), "pid", None)
+    if not pid:
+        return
+    try:  # the kernel leads its own session (jupyter_client starts it so): take its children too
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def is_notebook_source(path: Path) -> bool:
@@ -297,6 +521,53 @@ def _source_cell_number(source, cell_index: int | None) -> str | None:
     return f"{idx + 1} (code cell {code_no}: {first!r})"
 
 
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def source_location(nb_path: Path, source, cell_index: int | None, traceback: Sequence[str] | None = None) -> dict:
+    """Where a failing cell sits in the chapter's ``.md``: ``{"cell": ..., "line": ...}``.
+
+    ``cell`` is as :func:`_source_cell_number` gives it; ``line`` is the line of the
+    ``.md`` that raised (from the traceback's ``Cell In[...], line N``), else the cell's
+    first code line; ``None`` when it cannot be told.
+    """
+    cell = _source_cell_number(source, cell_index)
+    line = None
+    if cell is not None:
+        m = re.search(r"code cell (\d+)", cell)
+        in_cell = None
+        tb = _ANSI.sub("", "\n".join(traceback or []))
+        hit = re.search(r"Cell In\[\d+\], line (\d+)", tb) or re.search(r'File "<ipython-input-\d+-\w+>", line (\d+)', tb)
+        if hit:
+            in_cell = int(hit.group(1))
+        if m:
+            try:
+                line = md_code_line(nb_path.read_text(encoding="utf-8"), int(m.group(1)), in_cell or 1)
+            except OSError:  # pragma: no cover
+                line = None
+    return {"cell": cell, "line": line}
+
+
+def md_code_line(text: str, code_no: int, line_in_cell: int = 1) -> int | None:
+    """The 1-based line of a MyST notebook holding line ``line_in_cell`` of code cell ``code_no``."""
+    lines = text.splitlines()
+    fences = [i for i, ln in enumerate(lines) if ln.startswith("```{code-cell}")]
+    if not 1 <= code_no <= len(fences):
+        return None
+    i = fences[code_no - 1] + 1
+    options = False
+    if i < len(lines) and lines[i].strip() == "---":  # options as a YAML block
+        j = i + 1
+        while j < len(lines) and lines[j].strip() != "---":
+            j += 1
+        i, options = j + 1, True
+    while i < len(lines) and lines[i].startswith(":"):  # options as :key: value lines
+        i, options = i + 1, True
+    if options and i < len(lines) and not lines[i].strip():
+        i += 1
+    return i + line_in_cell  # i is the 0-based index of the first code line
 
 
 def _module_file(src: Path, module: str) -> Path | None:
@@ -370,11 +641,12 @@ def module_closure(src: Path, modules: Iterable[str]) -> list[Path]:
     return sorted(set(seen.values()))
 
 
-def kernel_manager_with_env(extra_env: dict[str, str]):
+def kernel_manager_with_env(extra_env: dict[str, str], registry: KernelRegistry | None = None):
     """A kernel-manager class whose kernels start with ``extra_env`` added to the environment.
 
     Each execution gets its own class, so chapters executed at the same time in threads
-    never see each other's settings (the process environment is left alone).
+    never see each other's settings (the process environment is left alone). Every kernel
+    started is added to ``registry``, which can kill them all.
     """
     from jupyter_client.manager import AsyncKernelManager
 
@@ -389,6 +661,9 @@ def kernel_manager_with_env(extra_env: dict[str, str]):
             # folder would be shared by kernels started at the same time)
             self.transport = "ipc"
             self.ip = os.path.join(tempfile.gettempdir(), f"icml26-kernel-{uuid.uuid4().hex}")
-            return await super().start_kernel(env=env, **kw)
+            out = await super().start_kernel(env=env, **kw)
+            if registry is not None:
+                registry.add(self)
+            return out
 
     return _EnvKernelManager

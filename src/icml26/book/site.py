@@ -2,9 +2,16 @@
 
 The build stages a clean source tree under ``_build/site/``: the book's config and
 table of contents, the hand-written pages of ``book/``, the *executed* notebooks of
-every chapter (from ``_build/executed/<scale>/``) and two generated pages — the
-scorecard gathered from the chapters' claim records and the status table. Jupyter
-Book 1.x then renders it with execution off and ``-W`` (warnings are errors).
+every chapter (from ``_build/executed/<scale>/``) and generated pages — the scorecard
+gathered from the chapters' claim records, the status table and the intro's note on
+what this build shows. Jupyter Book 1.x then renders it with execution off and ``-W``
+(warnings are errors).
+
+By default the build renders what has run: a chapter that has not run (or whose only
+run failed) gets a page naming the command that runs it, a chapter whose results are
+stale says so at the top, and problems in the executed outputs (error or stderr output,
+progress bars, NaN in tables) are reported as notes and shown on the chapter's page.
+``strict=True`` (``build --strict``, for CI) turns every one of these into an error.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .chapter import SCALES
@@ -75,6 +83,12 @@ def load_claims(book: Book, scale: str) -> dict[str, list[dict]]:
     return {cid: [c for p in payloads for c in p.get("claims", [])] for cid, payloads in load_records(book, scale).items()}
 
 
+def _doc_link(text: str, target: str) -> str:
+    """A MyST link to another page of the book (resolved by Sphinx, whatever the page's format)."""
+    text = text.replace("`", "'").replace("<", "‹").replace(">", "›")
+    return f"{{doc}}`{text} <{target}>`"
+
+
 def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ").strip() or "—"
 
@@ -93,10 +107,12 @@ def remit(book: Book) -> list[dict]:
 
 
 def _runtime(book: Book, scale: str, cid: str) -> str:
+    ch = next(c for c in book.chapters() if c.id == cid)
+    word, _ = book.state(scale, ch)
     rec = book.record(scale, cid)
-    if rec is None:
-        return "not run"
-    return "failed" if rec.status == "failed" else f"{rec.wall_s:.0f} s"
+    if word in ("not run", "failed") or rec is None:
+        return word
+    return f"{rec.wall_s:.0f} s" + (" (stale)" if word == "stale" else "")
 
 
 def _decided(row: dict) -> str:
@@ -124,7 +140,7 @@ def scorecard_markdown(book: Book, scale: str = "full") -> str:
     per_chapter: dict[str, dict[str, dict[str, int]]] = {}
     mismatched = []
     for cid, ch in chapters.items():
-        link = f"[{_cell(chapter_title(ch))}]({cid}/{ch.notebooks[0].stem}.ipynb)"
+        link = _doc_link(_cell(chapter_title(ch)), f"{cid}/{ch.notebooks[0].stem}")
         per_chapter[cid] = {k: {} for k in KIND_TITLE}
         first = {k: True for k in KIND_TITLE}
         for payload in records.get(cid, []):
@@ -197,7 +213,7 @@ def scorecard_markdown(book: Book, scale: str = "full") -> str:
         paper_counts = " / ".join(str(pc["paper"].get(w, 0)) for w in ("reproduced", "partly reproduced", "not reproduced"))
         others = [", ".join(f"{n} {w}" for w, n in pc[k].items()) or "—" for k in ("derived", "stand-in", "own")]
         cov.append(
-            f"| {title} | [{cid}]({cid}/{ch.notebooks[0].stem}.ipynb) | {paper_counts} | "
+            f"| {title} | {_doc_link(cid, f'{cid}/{ch.notebooks[0].stem}')} | {paper_counts} | "
             + " | ".join(others)
             + f" | {_runtime(book, scale, cid)} |"
         )
@@ -218,15 +234,30 @@ def chapter_title(ch: Chapter) -> str:
 
 def status_markdown(book: Book) -> str:
     """Per-chapter wall time at each scale, package versions and the machine."""
-    lines = ["## Chapter runs", "", "| Chapter | " + " | ".join(f"`{s}` wall time" for s in SCALES) + " | Last run (full) |", "|---|" + "---|" * (len(SCALES) + 1)]
+    lines = ["## Chapter runs", "", "| Chapter | " + " | ".join(f"`{s}` wall time" for s in SCALES) + " | Last good run (full) |", "|---|" + "---|" * (len(SCALES) + 1)]
+    stale_notes = []
     for ch in book.chapters():
         cells = []
         for s in SCALES:
+            word, why = book.state(s, ch)
             rec = book.record(s, ch)
-            cells.append("not run" if rec is None else (f"{rec.wall_s:.1f} s" if rec.status != "failed" else "failed"))
+            if word in ("ok", "stale") and rec is not None:
+                cells.append(f"{rec.wall_s:.1f} s" + (" **(stale)**" if word == "stale" else ""))
+            else:
+                cells.append(word)
+            if why:
+                stale_notes.append(f"- `{ch.id}` at `{s}` scale, {word}: {_cell(why)}")
         rec = book.record("full", ch)
-        lines.append(f"| {ch.id} | " + " | ".join(cells) + f" | {rec.finished if rec else ''} |")
+        lines.append(f"| {ch.id} | " + " | ".join(cells) + f" | {rec.finished if rec else '—'} |")
     lines += ["", "Wall time is the chapter's execution through papermill, kernel start included.", ""]
+    if stale_notes:
+        lines += [
+            "*Stale* results come from the last run that succeeded; they are kept, and shown, until a new run "
+            "of the chapter succeeds:",
+            "",
+            *stale_notes,
+            "",
+        ]
     lines += ["## Packages", "", "| Package | Version |", "|---|---|"]
     req = book.root / "requirements.txt"
     names = []
@@ -263,39 +294,147 @@ def status_markdown(book: Book) -> str:
 # executed notebooks: checks and clean-up before rendering
 # ---------------------------------------------------------------------------------------
 _PROGRESS = re.compile(r"(\d+%\|)|(\r)|(it/s\])|(s/it\])")
-# tqdm.auto warns once per kernel when ipywidgets is absent; it is noise, not a problem of
-# the chapter (text progress bars are used instead), so it is dropped like the bars are.
-_BENIGN = re.compile(r"^.*TqdmWarning: IProgress not found.*\n\s*from \.autonotebook import tqdm as notebook_tqdm\n?", re.M)
+_NAN_HTML = re.compile(r"<td[^>]*>\s*(NaN|nan|None|&lt;NA&gt;|NaT|inf|-inf)\s*</td>")
+_NAN_MD = re.compile(r"\|\s*(NaN|nan|None|<NA>|NaT)\s*(?=\|)")
+_NAN_TEXT = re.compile(r"(?<![\w.])NaN(?![\w])")
 
 
 def clean_executed(nb) -> list[str]:
-    """Drop progress-bar noise from an executed notebook in place; return problems found.
+    """Problems in an executed notebook's outputs: the rendered book must show none of them.
 
-    Problems are error outputs and stderr text that is not a progress bar (warnings,
-    tracebacks): the book must show neither.
+    They are error outputs, stderr text (warnings, tracebacks, progress bars: loops report
+    with ``chapter.progress``, which prints one line under papermill) and NaN in tables
+    (a table says "—" where a value is undefined). Nothing is removed.
     """
     problems = []
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
-        kept = []
+        nans = 0
         for out in cell.get("outputs", []):
-            if out.get("output_type") == "error":
+            kind = out.get("output_type")
+            if kind == "error":
                 problems.append(f"cell {i + 1}: error output {out.get('ename')}: {out.get('evalue')}")
-            elif out.get("output_type") == "stream" and out.get("name") == "stderr":
-                text = _BENIGN.sub("", out.get("text", ""))
+            elif kind == "stream" and out.get("name") == "stderr":
+                text = out.get("text", "")
                 if not text.strip():
                     continue
                 if _PROGRESS.search(text) and "Warning" not in text and "Traceback" not in text:
-                    continue
-                problems.append(f"cell {i + 1}: stderr output: {text.strip()[:200]}")
-            kept.append(out)
-        cell["outputs"] = kept
+                    problems.append(f"cell {i + 1}: progress-bar output (loop with chapter.progress): {text.strip()[-80:]!r}")
+                else:
+                    problems.append(f"cell {i + 1}: stderr output: {text.strip()[:200]}")
+            elif kind == "stream":
+                nans += len(_NAN_TEXT.findall(out.get("text", "")))
+            elif kind in ("execute_result", "display_data"):
+                data = out.get("data", {})
+                if "text/html" in data:
+                    nans += len(_NAN_HTML.findall(_joined(data["text/html"])))
+                elif "text/markdown" in data:
+                    nans += len(_NAN_MD.findall(_joined(data["text/markdown"])))
+                elif "text/plain" in data:
+                    nans += len(_NAN_TEXT.findall(_joined(data["text/plain"])))
+        if nans:
+            problems.append(f"cell {i + 1}: {nans} NaN/None cell(s) in a table (show \"—\" and say once what it means)")
     return problems
 
 
-def stage(book: Book, scale: str = "full") -> Path:
-    """Lay out ``_build/site`` for Jupyter Book; raise :class:`BuildError` if a chapter is missing or failed."""
+def _joined(x) -> str:
+    return "".join(x) if isinstance(x, list) else str(x)
+
+
+def fold_parameters(nb) -> None:
+    """Replace papermill's injected-parameters cell by a line saying which values this run used."""
+    injected = [i for i, c in enumerate(nb.cells) if "injected-parameters" in c.get("metadata", {}).get("tags", [])]
+    if not injected:
+        return
+    import nbformat
+
+    params = dict(nb.metadata.get("papermill", {}).get("parameters", {}))
+    for i in reversed(injected):
+        del nb.cells[i]
+    values = ", ".join(f"`{k} = {v!r}`" for k, v in params.items()) or "the defaults above"
+    note = nbformat.v4.new_markdown_cell(f"*This run used {values}: the runner set them, overriding the defaults in the cell above.*")
+    nb.cells.insert(injected[0], note)
+
+
+def _banner(nb, admonition: str, text: str) -> None:
+    """Put an admonition right under the notebook's title."""
+    import nbformat
+
+    first = nb.cells[0] if nb.cells else None
+    at = 1 if first is not None and first.cell_type == "markdown" and first.source.lstrip().startswith("# ") else 0
+    nb.cells.insert(at, nbformat.v4.new_markdown_cell(f"````{{{admonition}}}\n{text}\n````"))
+
+
+def _placeholder(book: Book, ch: Chapter, scale: str, word: str, why: str, stem: str) -> str:
+    """The page shown for a chapter notebook that has nothing to render at this scale."""
+    number = f"{ch.number:02d}"
+    reason = (
+        f"This chapter has not run at `{scale}` scale yet, so this build has nothing to show for it."
+        if word == "not run"
+        else f"The last run of this chapter at `{scale}` scale failed, and no earlier run succeeded: {why}."
+    )
+    title = chapter_title(ch) if stem == ch.notebooks[0].stem else f"{chapter_title(ch)}: {stem}"
+    return (
+        f"# {title}\n\n````{{note}}\n{reason} Run it, then build again:\n\n"
+        f"```bash\npython -m icml26 run {number} --scale {scale}\npython -m icml26 build --scale {scale}\n```\n````\n"
+    )
+
+
+@dataclass
+class Staged:
+    """A staged site: its folder, what each chapter shows, and the problems a lenient build let through."""
+
+    path: Path
+    shown: dict[str, str] = field(default_factory=dict)  # chapter id -> "ok" | "stale" | "not run" | "failed"
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class BuildResult:
+    """The rendered book's index page and the problems a lenient build reported."""
+
+    index: Path
+    notes: list[str] = field(default_factory=list)
+
+
+def build_note(book: Book, scale: str, shown: dict[str, str]) -> str:
+    """The intro's sentence on what this build shows: scale, seed(s), dates, chapters run."""
+    recs = [book.record(scale, cid) for cid, word in shown.items() if word in ("ok", "stale")]
+    recs = [r for r in recs if r is not None]
+    total = len(shown)
+    if not recs:
+        return (
+            f"*This build shows no executed chapter: none has run at `{scale}` scale yet. Each chapter's page names "
+            "the command that runs it.*\n"
+        )
+    seeds = sorted({r.seed for r in recs})
+    seed = f"seed {seeds[0]}" if len(seeds) == 1 else "seeds " + ", ".join(map(str, seeds))
+    days = sorted(r.finished for r in recs if r.finished)
+    when = ""
+    if days:
+        first, last = days[0], days[-1]
+        when = f" on {first[:10]}" if first[:10] == last[:10] else f" between {first[:10]} and {last[:10]}"
+    text = f"*The pages show the notebooks as executed at `{scale}` scale with {seed}{when}, on a {os.cpu_count()}-core CPU"
+    text += f" ({len(recs)} of {total} chapters; run times on the {{doc}}`status page <status>`)."
+    missing = [cid for cid, w in shown.items() if w in ("not run", "failed")]
+    stale = [cid for cid, w in shown.items() if w == "stale"]
+    if missing:
+        text += f" Not shown, because they have not run successfully at this scale: {', '.join(missing)}; their pages name the command that runs them."
+    if stale:
+        text += f" Stale (kept from an earlier run; a later run failed or the sources changed): {', '.join(stale)}."
+    if scale != "full":
+        text += " This is the quick `ci` scale: its numbers check the machinery; the book's results are read at `full` scale."
+    return text + "*\n"
+
+
+def stage(book: Book, scale: str = "full", *, strict: bool = False) -> Staged:
+    """Lay out ``_build/site`` for Jupyter Book.
+
+    With ``strict``, raise :class:`BuildError` if any chapter has not run, failed, is
+    stale, or has a problem in its outputs; otherwise render what there is and return
+    those problems as notes.
+    """
     import nbformat
 
     site = book.build_dir / "site"
@@ -313,41 +452,57 @@ def stage(book: Book, scale: str = "full") -> Path:
     if static.is_dir():
         shutil.copytree(static, site / "_static")
 
+    staged = Staged(site)
     problems = []
     for ch in book.chapters():
-        rec = book.record(scale, ch)
-        if rec is None:
-            problems.append(f"{ch.id}: not executed at {scale} scale (run `python -m icml26 run {ch.id} --scale {scale}`)")
-            continue
-        if rec.status == "failed":
-            problems.append(f"{ch.id}: last {scale} run failed: {rec.describe_error()}")
-            continue
+        word, why = book.state(scale, ch)
+        staged.shown[ch.id] = word
         dest = site / "book" / ch.id
         dest.mkdir()
+        if word in ("not run", "failed"):
+            problems.append(
+                f"{ch.id}: not executed at {scale} scale (run `python -m icml26 run {ch.id} --scale {scale}`)"
+                if word == "not run"
+                else f"{ch.id}: last {scale} run failed: {why}"
+            )
+            for nb_path in ch.notebooks:
+                (dest / f"{nb_path.stem}.md").write_text(_placeholder(book, ch, scale, word, why, nb_path.stem))
+            continue
+        if word == "stale":
+            problems.append(f"{ch.id}: stale: {why}")
         for nb_path in ch.notebooks:
             src = book.executed_dir(scale, ch) / f"{nb_path.stem}.ipynb"
             nb = nbformat.read(str(src), as_version=4)
-            problems += [f"{ch.id}/{nb_path.stem}: {p}" for p in clean_executed(nb)]
+            found = clean_executed(nb)
+            problems += [f"{ch.id}/{nb_path.stem}: {p}" for p in found]
+            fold_parameters(nb)
+            if found:
+                _banner(nb, "warning", "The build found problems in this page's outputs:\n\n```text\n" + "\n".join(p.replace("`", "'") for p in found) + "\n```")
+            if word == "stale":
+                _banner(nb, "warning", f"These results are stale: {_cell(why)}.")
             nbformat.write(nb, str(dest / src.name))
         for extra in ch.path.iterdir():  # images and other assets next to the notebook
             if extra.is_file() and extra.suffix.lower() in {".png", ".svg", ".jpg", ".jpeg", ".gif", ".bib"}:
                 shutil.copy2(extra, dest / extra.name)
-    if problems:
-        raise BuildError("the book cannot be built:\n  " + "\n  ".join(problems))
+    if problems and strict:
+        raise BuildError("the book cannot be built (--strict):\n  " + "\n  ".join(problems))
+    staged.notes = problems
 
     gen = site / "book" / "_generated"
     gen.mkdir()
     (gen / "scorecard.md").write_text(scorecard_markdown(book, scale))
     (gen / "status.md").write_text(status_markdown(book))
-    return site
+    (gen / "build.md").write_text(build_note(book, scale, staged.shown))
+    return staged
 
 
-def build(book: Book, scale: str = "full", *, strict: bool = True) -> Path:
-    """Stage and render the book; return the path of the HTML index."""
-    site = stage(book, scale)
+def build(book: Book, scale: str = "full", *, strict: bool = False, warnings_are_errors: bool = True) -> BuildResult:
+    """Stage and render the book; return the HTML index and the notes of a lenient build."""
+    staged = stage(book, scale, strict=strict)
+    site = staged.path
     exe = Path(sys.executable).parent / "jupyter-book"
     cmd = [str(exe) if exe.exists() else "jupyter-book", "build", str(site), "--builder", "html"]
-    if strict:
+    if warnings_are_errors:
         cmd += ["-W", "-n", "--keep-going"]
     proc = subprocess.run(cmd, cwd=book.root, capture_output=True, text=True)
     log = book.build_dir / "book-build.log"
@@ -359,7 +514,7 @@ def build(book: Book, scale: str = "full", *, strict: bool = True) -> Path:
     if html.exists():
         shutil.rmtree(html)
     shutil.copytree(site / "_build" / "html", html)
-    return html / "index.html"
+    return BuildResult(html / "index.html", staged.notes)
 
 
 def check_toc(book: Book) -> list[str]:
