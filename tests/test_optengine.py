@@ -28,7 +28,7 @@ SMALL = {
 
 @pytest.fixture(scope="module")
 def small_instances():
-    return {name: oe.generate(name, size, 3, seed=7) for name, size in SMALL.items()}
+    return {name: oe.generate(name, size, 3, random_state=7) for name, size in SMALL.items()}
 
 
 # --------------------------------------------------------------------------- the engine
@@ -67,9 +67,9 @@ def test_heuristic_plans_never_beat_the_optimum(small_instances, name):
 
 
 def test_generation_is_reproducible():
-    a = oe.generate("Transportation", 4, 3, seed=3)
-    b = oe.generate("Transportation", 4, 3, seed=3)
-    c = oe.generate("Transportation", 4, 3, seed=4)
+    a = oe.generate("Transportation", 4, 3, random_state=3)
+    b = oe.generate("Transportation", 4, 3, random_state=3)
+    c = oe.generate("Transportation", 4, 3, random_state=4)
     assert [i.question() for i in a] == [i.question() for i in b]
     assert [i.answer for i in a] != [i.answer for i in c]
 
@@ -77,7 +77,7 @@ def test_generation_is_reproducible():
 # ------------------------------------------------------------------ closed-form oracles
 def test_knapsack_matches_enumeration():
     cls = oe.CLASSES["Knapsack"]
-    for inst in oe.generate("Knapsack", 12, 3, seed=11):
+    for inst in oe.generate("Knapsack", 12, 3, random_state=11):
         p = inst.params
         X = np.array(list(itertools.product([0, 1], repeat=p["n"])))  # (2^n, n)
         best = (X @ p["v"])[X @ p["w"] <= p["cap"]].max()
@@ -86,7 +86,7 @@ def test_knapsack_matches_enumeration():
 
 
 def test_tsp_matches_enumeration():
-    for inst in oe.generate("TSP", 7, 2, seed=5):
+    for inst in oe.generate("TSP", 7, 2, random_state=5):
         D = oe.TSP.dist(np.asarray(inst.params["xy"], float))
         best = min(
             D[np.r_[0, perm], np.r_[perm, 0]].sum() for perm in map(np.array, itertools.permutations(range(1, 7)))
@@ -110,7 +110,7 @@ def _min_bins(w, cap):
 
 
 def test_binpacking_matches_subset_dp():
-    for inst in oe.generate("BinPacking", 10, 2, seed=2):
+    for inst in oe.generate("BinPacking", 10, 2, random_state=2):
         assert inst.answer == _min_bins(list(inst.params["w"]), inst.params["cap"])
 
 
@@ -135,21 +135,21 @@ def _jobshop_brute(route, p):
 
 
 def test_jobshop_matches_enumeration():
-    inst = oe.generate("JobShop", 3, 1, seed=1)[0]
+    inst = oe.generate("JobShop", 3, 1, random_state=1)[0]
     assert inst.answer == _jobshop_brute(np.asarray(inst.params["route"]), np.asarray(inst.params["p"], float))
 
 
 def test_transportation_and_production_match_independent_linprog():
     from scipy.optimize import linprog
 
-    for inst in oe.generate("Transportation", 4, 2, seed=9):
+    for inst in oe.generate("Transportation", 4, 2, random_state=9):
         p = inst.params
         n, m = p["n"], p["m"]
         A_ub = np.kron(np.eye(n), np.ones(m))  # sum_j x_ij <= s_i
         A_eq = np.kron(np.ones(n), np.eye(m))  # sum_i x_ij = d_j
         r = linprog(p["cost"].ravel(), A_ub=A_ub, b_ub=p["s"], A_eq=A_eq, b_eq=p["d"], method="highs")
         assert inst.answer == pytest.approx(r.fun, rel=1e-7)
-    for inst in oe.generate("Production", 5, 2, seed=9):
+    for inst in oe.generate("Production", 5, 2, random_state=9):
         p = inst.params
         r = linprog(-p["p"], A_ub=p["t"].T, b_ub=p["T"], method="highs")
         assert inst.answer == pytest.approx(-r.fun, rel=1e-6)
@@ -158,7 +158,7 @@ def test_transportation_and_production_match_independent_linprog():
 def test_solve_matches_scipy_milp_and_lp_text_round_trip():
     from scipy.optimize import Bounds, LinearConstraint, milp
 
-    inst = oe.generate("JobShop", 4, 1, seed=0)[0]
+    inst = oe.generate("JobShop", 4, 1, random_state=0)[0]
     model = inst.model()
     r = milp(
         model.c,
@@ -218,7 +218,7 @@ def test_checker_rejects_bad_tolerance():
 
 # ---------------------------------------------------------------------- clear errors
 def test_malformed_description_gives_clear_error():
-    inst = oe.generate("Knapsack", 6, 1, seed=0)[0]
+    inst = oe.generate("Knapsack", 6, 1, random_state=0)[0]
     text = inst.question()
     dropped_line = "\n".join(l for l in text.splitlines() if not l.startswith("* Item 3:"))
     with pytest.raises(oe.InstanceError, match="expected 6 item lines, found 5"):
@@ -235,11 +235,11 @@ def test_malformed_description_gives_clear_error():
 
 
 def test_infeasible_description_gives_clear_error():
-    inst = oe.generate("Portfolio", 5, 1, seed=0)[0]
+    inst = oe.generate("Portfolio", 5, 1, random_state=0)[0]
     text = re.sub(r"at least (\d\.\d+)\.", "at least 0.95.", inst.question())  # unreachable return
     with pytest.raises(oe.InstanceError, match="no proven optimum: HiGHS status 'infeasible'"):
         oe.instance_from_text("Portfolio", text)
-    p = dict(oe.generate("BinPacking", 10, 1, seed=0)[0].params)
+    p = dict(oe.generate("BinPacking", 10, 1, random_state=0)[0].params)
     p["w"] = np.r_[p["w"][:-1], 150]
     text = oe.CLASSES["BinPacking"].render(p)
     with pytest.raises(oe.InstanceError, match="exceeds the bin capacity"):
@@ -280,36 +280,36 @@ def test_slipped_sum_exact_at_zero_and_slip_rate_matches():
 
 def test_standins_error_decomposition_is_mechanistic(small_instances):
     insts = [i for v in small_instances.values() for i in v]
-    comp = oe.evaluate(oe.comp_standin(), insts, "comp")
+    comp = oe.run_paradigm(oe.comp_standin(), insts, "comp")
     assert "arithmetic" not in set(comp.category)  # exact arithmetic cannot slip
     assert set(comp.category) <= {"correct", "feasibility", "objective"}
-    ptr = oe.evaluate(oe.ptr_standin(0.3, seed=1), insts, "ptr")
+    ptr = oe.run_paradigm(oe.ptr_standin(0.3, random_state=1), insts, "ptr")
     assert ptr.correct.sum() <= comp.correct.sum()
     assert (ptr.category == "arithmetic").any()
-    sir = oe.evaluate(oe.sir_standin(), insts, "sir")
+    sir = oe.run_paradigm(oe.sir_standin(), insts, "sir")
     assert sir.correct.all()  # canonical text, exact formulation, exact solver
-    sir2 = oe.evaluate(oe.sir_standin(), insts, "sir", style=2)
+    sir2 = oe.run_paradigm(oe.sir_standin(), insts, "sir", style=2)
     assert set(sir2.category) <= {"correct", "formulation-objective", "formulation-status"}
     prod = sir2[sir2.problem_class == "Production"]
     assert (prod.category == "formulation-status").all() and (prod.pred == "unbounded").all()
     # a formulator that knows every phrasing is robust to them all
-    full = oe.evaluate(oe.sir_standin((0, 1, 2)), insts, "sir", style=2)
+    full = oe.run_paradigm(oe.sir_standin((0, 1, 2)), insts, "sir", style=2)
     assert full.correct.all()
 
 
 def test_any_answer_function_can_be_evaluated():
-    insts = oe.generate("Knapsack", 6, 2, seed=0)
+    insts = oe.generate("Knapsack", 6, 2, random_state=0)
 
     def lp_writer(prompt: str) -> str:  # what an LLM would return for SIR: LP text
         cls, p, _ = oe.recognise(prompt)
         return "Here is my model:\n```lp\n" + oe.to_lp_text(cls.build(p)) + "```"
 
-    assert oe.evaluate(lp_writer, insts, "sir").correct.all()
-    out = oe.evaluate(lambda prompt: "<answer>-1</answer>", insts, "ptr")
+    assert oe.run_paradigm(lp_writer, insts, "sir").correct.all()
+    out = oe.run_paradigm(lambda prompt: "<answer>-1</answer>", insts, "ptr")
     assert (out.category == "unexplained").all()
-    out = oe.evaluate(lambda prompt: "no idea", insts, "ptr")
+    out = oe.run_paradigm(lambda prompt: "no idea", insts, "ptr")
     assert (out.category == "extraction").all()
-    out = oe.evaluate(lambda prompt: "nonsense", insts, "sir")
+    out = oe.run_paradigm(lambda prompt: "nonsense", insts, "sir")
     assert (out.category == "extraction").all()
     with pytest.raises(TypeError, match="callable"):
-        oe.evaluate("not a function", insts, "ptr")
+        oe.run_paradigm("not a function", insts, "ptr")

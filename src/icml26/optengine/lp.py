@@ -1,0 +1,484 @@
+"""Exact (mixed-integer) linear models and the HiGHS solver interface.
+
+A :class:`LinearModel` holds ``min/max c^T x + offset  s.t.  row_lb <= A x <= row_ub,
+lb <= x <= ub,  x_j in Z (j integer)``; :class:`ModelBuilder` assembles one from blocks
+of variables and vectorised rows; :func:`solve` solves it with HiGHS through ``highspy``
+(one thread, fixed seed, optional time limit); :func:`to_lp_text` and
+:func:`solve_lp_text` write and read the CPLEX LP file format, the form in which a
+language model can hand back a formulation.
+
+References
+----------
+.. [1] Y. Chen, C. Cheng, Y. Sun, Z. Ling, D. Ge, "OPT-Engine: Benchmarking the Limits of
+   LLMs in Optimization Modeling via Complexity Scaling", ICML 2026, arXiv:2601.19924.
+   Authors' code: https://github.com/Cardinal-Operations/OPTEngine (they solve with Gurobi).
+.. [2] Q. Huangfu, J. A. J. Hall, "Parallelizing the dual revised simplex method",
+   Math. Prog. Comp. 10 (2018) 119-142 (HiGHS).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._checks import check_real, check_type
+
+__all__ = ["INF", "LinearModel", "ModelBuilder", "SolveResult", "solve", "to_lp_text", "solve_lp_text", "model_key"]
+
+INF = math.inf
+
+
+@dataclass
+class LinearModel:
+    r"""A (mixed-integer) linear programme in row form.
+
+    .. math::
+        \min / \max\; c^\top x + \text{offset}\quad\text{s.t.}\quad
+        r_\ell \le A x \le r_u,\;\; \ell \le x \le u,\;\; x_j\in\mathbb Z\ (j\in\mathcal I).
+
+    Parameters
+    ----------
+    c : ndarray, shape (n,)
+        Objective coefficients.
+    A : scipy.sparse.csr_matrix, shape (m, n)
+        Constraint matrix.
+    row_lb, row_ub : ndarray, shape (m,)
+        Row bounds (``-inf`` / ``inf`` for a one-sided row).
+    lb, ub : ndarray, shape (n,)
+        Variable bounds.
+    integer : ndarray of bool, shape (n,)
+        Which variables are integer.
+    sense : {"min", "max"}
+        Direction of the objective.
+    offset : float
+        Constant added to the objective.
+    meta : dict
+        Free-form notes (e.g. which constraint families a formulator left out).
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``sense`` or inconsistent shapes.
+
+    References
+    ----------
+    .. [1] Chen et al., ICML 2026 (arXiv:2601.19924), Sec. 3 (every instance carries its exact model).
+    """
+
+    c: np.ndarray
+    A: sp.csr_matrix
+    row_lb: np.ndarray
+    row_ub: np.ndarray
+    lb: np.ndarray
+    ub: np.ndarray
+    integer: np.ndarray
+    sense: str = "min"
+    offset: float = 0.0
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.sense not in ("min", "max"):
+            raise ValueError(f"sense={self.sense!r} is not valid; use 'min' or 'max'")
+        for name in ("c", "row_lb", "row_ub", "lb", "ub", "integer"):
+            check_type(getattr(self, name), np.ndarray, name, "a numpy array")
+        if not sp.issparse(self.A):
+            raise TypeError(f"A must be a scipy.sparse matrix, got {type(self.A).__name__}")
+        if self.c.ndim != 1:
+            raise ValueError(f"c must be 1-D, got shape {self.c.shape}")
+        n = self.c.shape[0]
+        m = self.A.shape[0]
+        if self.A.shape[1] != n or self.lb.shape != (n,) or self.ub.shape != (n,) or self.integer.shape != (n,):
+            raise ValueError(f"inconsistent column dimensions: c has {n}, A is {self.A.shape}")
+        if self.row_lb.shape != (m,) or self.row_ub.shape != (m,):
+            raise ValueError(f"row bounds must have shape ({m},)")
+        if np.isnan(self.c).any() or np.isnan(self.lb).any() or np.isnan(self.ub).any():
+            raise ValueError("c, lb and ub must not contain NaN")
+
+    @property
+    def n_vars(self) -> int:
+        """Number of variables ``n``."""
+        return int(self.c.shape[0])
+
+    @property
+    def n_rows(self) -> int:
+        """Number of rows ``m``."""
+        return int(self.A.shape[0])
+
+    @property
+    def is_mip(self) -> bool:
+        """Whether any variable is integer."""
+        return bool(self.integer.any())
+
+    def _point(self, x: Any) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        if x.shape != (self.n_vars,):
+            raise ValueError(f"x must have shape ({self.n_vars},), got {x.shape}")
+        return x
+
+    def objective(self, x: np.ndarray) -> float:
+        """``c^T x + offset`` for a point ``x`` of shape (n,)."""
+        return float(self.c @ self._point(x) + self.offset)
+
+    def is_feasible(self, x: np.ndarray, tol: float = 1e-6) -> bool:
+        """Whether ``x`` (shape (n,)) satisfies every row, bound and integrality (absolute tolerance ``tol``)."""
+        x = self._point(x)
+        ax = self.A @ x
+        ok = np.all(ax >= self.row_lb - tol) and np.all(ax <= self.row_ub + tol)
+        ok &= np.all(x >= self.lb - tol) and np.all(x <= self.ub + tol)
+        ok &= np.all(np.abs(x[self.integer] - np.round(x[self.integer])) <= tol)
+        return bool(ok)
+
+
+class ModelBuilder:
+    """Accumulate variables and rows, then :meth:`build` a :class:`LinearModel`.
+
+    Variables are created in blocks (:meth:`var` returns their column indices with the
+    requested shape); constraints are added in vectorised blocks (:meth:`rows`: ``k`` rows
+    with ``t`` terms each).
+
+    Parameters
+    ----------
+    sense : {"min", "max"}
+        Direction of the objective.
+
+    References
+    ----------
+    .. [1] Chen et al., ICML 2026 (arXiv:2601.19924); the authors build the same models with gurobipy.
+    """
+
+    def __init__(self, sense: str = "min") -> None:
+        if sense not in ("min", "max"):
+            raise ValueError(f"sense={sense!r} is not valid; use 'min' or 'max'")
+        self.sense = sense
+        self._lb: list[np.ndarray] = []
+        self._ub: list[np.ndarray] = []
+        self._int: list[np.ndarray] = []
+        self._c: list[np.ndarray] = []
+        self.n = 0
+        self._ri: list[np.ndarray] = []
+        self._ci: list[np.ndarray] = []
+        self._v: list[np.ndarray] = []
+        self._rlb: list[np.ndarray] = []
+        self._rub: list[np.ndarray] = []
+        self.m = 0
+        self.offset = 0.0
+        self._obj: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def var(self, shape: int | tuple[int, ...], lb: Any = 0.0, ub: Any = INF, integer: bool = False) -> np.ndarray:
+        """New variables of ``shape`` with (broadcast) bounds; returns their indices, same shape."""
+        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        if any(int(s) < 0 for s in shape):
+            raise ValueError(f"shape={shape!r} must not have negative entries")
+        k = int(np.prod(shape)) if shape else 1
+        idx = np.arange(self.n, self.n + k).reshape(shape)
+        self._lb.append(np.broadcast_to(np.asarray(lb, float), shape).ravel().copy())
+        self._ub.append(np.broadcast_to(np.asarray(ub, float), shape).ravel().copy())
+        self._int.append(np.full(k, bool(integer)))
+        self._c.append(np.zeros(k))
+        self.n += k
+        return idx
+
+    def set_objective(self, cols: np.ndarray, coefs: Any, offset: float = 0.0) -> None:
+        """Add ``coefs * x[cols]`` to the objective (cols and coefs broadcast together)."""
+        cols, coefs = np.broadcast_arrays(np.asarray(cols), np.asarray(coefs, float))
+        self._obj.append((cols.ravel(), coefs.ravel()))
+        self.offset += float(offset)
+
+    def rows(self, cols: np.ndarray, coefs: Any, lo: Any = -INF, hi: Any = INF) -> None:
+        """Add ``k`` rows ``lo_r <= sum_t coefs[r, t] x[cols[r, t]] <= hi_r``.
+
+        ``cols`` has shape (k, t); ``coefs`` broadcasts to it; ``lo``/``hi`` to (k,).
+        """
+        cols = np.atleast_2d(np.asarray(cols))
+        coefs = np.broadcast_to(np.asarray(coefs, float), cols.shape)
+        k, t = cols.shape
+        if k == 0:
+            return
+        self._ri.append(np.repeat(np.arange(self.m, self.m + k), t))
+        self._ci.append(cols.ravel())
+        self._v.append(coefs.ravel())
+        self._rlb.append(np.broadcast_to(np.asarray(lo, float), (k,)).copy())
+        self._rub.append(np.broadcast_to(np.asarray(hi, float), (k,)).copy())
+        self.m += k
+
+    def build(self) -> LinearModel:
+        """The :class:`LinearModel` made of every variable and row added so far."""
+        c = np.concatenate(self._c) if self._c else np.zeros(0)
+        for cols, coefs in self._obj:
+            np.add.at(c, cols, coefs)
+        if self._ri:
+            A = sp.csr_matrix(
+                (np.concatenate(self._v), (np.concatenate(self._ri), np.concatenate(self._ci))), shape=(self.m, self.n)
+            )
+            A.sum_duplicates()
+            rlb, rub = np.concatenate(self._rlb), np.concatenate(self._rub)
+        else:
+            A, rlb, rub = sp.csr_matrix((0, self.n)), np.zeros(0), np.zeros(0)
+        return LinearModel(
+            c=c,
+            A=A,
+            row_lb=rlb,
+            row_ub=rub,
+            lb=np.concatenate(self._lb) if self._lb else np.zeros(0),
+            ub=np.concatenate(self._ub) if self._ub else np.zeros(0),
+            integer=np.concatenate(self._int) if self._int else np.zeros(0, bool),
+            sense=self.sense,
+            offset=self.offset,
+        )
+
+
+@dataclass
+class SolveResult:
+    """Outcome of :func:`solve`.
+
+    Parameters
+    ----------
+    status : str
+        One of ``optimal``, ``infeasible``, ``unbounded``, ``infeasible_or_unbounded``,
+        ``time_limit``, ``error``.
+    objective : float or None
+        The optimum (``None`` unless ``status == "optimal"``).
+    x : ndarray or None
+        An optimal point.
+    seconds : float
+        Wall time of the solve.
+
+    References
+    ----------
+    .. [1] Chen et al., ICML 2026 (arXiv:2601.19924): an instance is kept only if the solver returns OPTIMAL.
+    """
+
+    status: str
+    objective: float | None
+    x: np.ndarray | None
+    seconds: float
+
+    @property
+    def answer(self) -> float | str | None:
+        """What a solver-integrated answer reports: the optimum, or the status string."""
+        if self.status == "optimal":
+            return self.objective
+        if self.status in ("infeasible", "unbounded"):
+            return self.status
+        return None
+
+
+_HIGHS_QUIET = False
+
+
+def _new_highs():
+    """A fresh ``highspy.Highs`` with logging off (its one-time banner goes to /dev/null)."""
+    global _HIGHS_QUIET
+    import highspy
+
+    if not _HIGHS_QUIET:  # the licence banner is printed by C++ once per process
+        sys.stdout.flush()
+        saved = os.dup(1)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, 1)
+            h = highspy.Highs()
+        finally:
+            os.dup2(saved, 1)
+            os.close(devnull)
+            os.close(saved)
+        _HIGHS_QUIET = True
+    else:
+        h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", 1)
+    h.setOptionValue("random_seed", 0)
+    return h
+
+
+def _run(h, time_limit: float | None) -> tuple[str, float | None, np.ndarray | None]:
+    import highspy
+
+    if time_limit is not None:
+        h.setOptionValue("time_limit", float(time_limit))
+    h.run()
+    st = h.getModelStatus()
+    S = highspy.HighsModelStatus
+    status = {
+        S.kOptimal: "optimal",
+        S.kInfeasible: "infeasible",
+        S.kUnbounded: "unbounded",
+        S.kUnboundedOrInfeasible: "infeasible_or_unbounded",
+        S.kTimeLimit: "time_limit",
+    }.get(st, "error")
+    if status == "optimal":
+        return status, float(h.getInfo().objective_function_value), np.asarray(h.getSolution().col_value)
+    return status, None, None
+
+
+def _pass_model(h, model: LinearModel) -> None:
+    """Hand ``model`` to a Highs object (HiGHS keeps the sense, so an LP file says "max")."""
+    import highspy
+
+    lp = highspy.HighsLp()
+    lp.num_col_ = model.n_vars
+    lp.num_row_ = model.n_rows
+    lp.sense_ = highspy.ObjSense.kMaximize if model.sense == "max" else highspy.ObjSense.kMinimize
+    lp.col_cost_ = model.c
+    lp.offset_ = model.offset
+    lp.col_lower_ = np.where(np.isinf(model.lb), -highspy.kHighsInf, model.lb)
+    lp.col_upper_ = np.where(np.isinf(model.ub), highspy.kHighsInf, model.ub)
+    lp.row_lower_ = np.where(np.isinf(model.row_lb), -highspy.kHighsInf, model.row_lb)
+    lp.row_upper_ = np.where(np.isinf(model.row_ub), highspy.kHighsInf, model.row_ub)
+    A = model.A.tocsr()
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+    lp.a_matrix_.num_col_ = model.n_vars
+    lp.a_matrix_.num_row_ = model.n_rows
+    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = A.indices.astype(np.int32)
+    lp.a_matrix_.value_ = A.data.astype(float)
+    if model.is_mip:
+        lp.integrality_ = [highspy.HighsVarType.kInteger if b else highspy.HighsVarType.kContinuous for b in model.integer]
+    h.passModel(lp)
+
+
+def _check_model(model: Any, fn: str) -> LinearModel:
+    return check_type(model, LinearModel, f"{fn}'s model", "a LinearModel")
+
+
+def solve(model: LinearModel, *, time_limit: float | None = None, mip_rel_gap: float = 1e-6) -> SolveResult:
+    """Solve ``model`` with HiGHS (``highspy``), one thread, ``random_seed=0``.
+
+    Parameters
+    ----------
+    model : LinearModel
+        The programme to solve.
+    time_limit : float, optional
+        Seconds; a model not proven optimal within it gets status ``time_limit``.
+    mip_rel_gap : float
+        Relative MIP gap at which HiGHS stops (1e-6: far below the checker's 0.2 %).
+
+    Returns
+    -------
+    SolveResult
+        Status, optimum, optimal point and wall time.
+
+    References
+    ----------
+    .. [1] Chen et al., ICML 2026 (arXiv:2601.19924), Sec. 3: instances are kept only when
+       the solver proves optimality (the authors use Gurobi; here HiGHS).
+    .. [2] Huangfu & Hall, Math. Prog. Comp. 10 (2018) (HiGHS).
+    """
+    _check_model(model, "solve")
+    time_limit = check_real(time_limit, "time_limit", positive=True, allow_none=True)
+    gap = check_real(mip_rel_gap, "mip_rel_gap", positive=True)
+    t0 = time.perf_counter()
+    h = _new_highs()
+    h.setOptionValue("mip_rel_gap", gap)
+    _pass_model(h, model)
+    status, obj, x = _run(h, time_limit)
+    return SolveResult(status, obj, x, time.perf_counter() - t0)
+
+
+def to_lp_text(model: LinearModel) -> str:
+    """``model`` in the CPLEX LP file format (written by HiGHS): what a SIR answer may look like.
+
+    Parameters
+    ----------
+    model : LinearModel
+        The programme to write.
+
+    Returns
+    -------
+    str
+        The LP-format text.
+
+    References
+    ----------
+    .. [1] Chen et al., ICML 2026 (arXiv:2601.19924): solver-integrated reasoning hands a model to a solver.
+    """
+    _check_model(model, "to_lp_text")
+    h = _new_highs()
+    _pass_model(h, model)
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "model.lp")
+        h.writeModel(path)
+        with open(path) as f:
+            return f.read()
+
+
+def solve_lp_text(text: str, *, time_limit: float | None = 60.0) -> SolveResult:
+    """Solve a model written in the CPLEX LP file format (what an LLM can return for SIR).
+
+    A fenced block (```lp ... ```) is unwrapped first.
+
+    Parameters
+    ----------
+    text : str
+        LP-format text, optionally inside a fenced block.
+    time_limit : float, optional
+        Seconds for HiGHS.
+
+    Returns
+    -------
+    SolveResult
+        As :func:`solve`.
+
+    Raises
+    ------
+    ValueError
+        If the text is empty or HiGHS cannot read it as an LP file.
+
+    References
+    ----------
+    .. [1] Chen et al., ICML 2026 (arXiv:2601.19924) (SIR answers are solver code; here LP text).
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"solve_lp_text needs an LP-format str, got {type(text).__name__}")
+    if not text.strip():
+        raise ValueError("solve_lp_text needs a non-empty LP-format string")
+    time_limit = check_real(time_limit, "time_limit", positive=True, allow_none=True)
+    m = re.search(r"```(?:lp|LP|cplex)?\s*\n(.*?)```", text, flags=re.S)
+    body = m.group(1) if m else text
+    import highspy
+
+    t0 = time.perf_counter()
+    h = _new_highs()
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "model.lp")
+        with open(path, "w") as f:
+            f.write(body)
+        if h.readModel(path) == highspy.HighsStatus.kError:
+            raise ValueError("HiGHS could not read the text as a CPLEX LP-format model")
+    status, obj, x = _run(h, time_limit)
+    return SolveResult(status, obj, x, time.perf_counter() - t0)
+
+
+def model_key(model: LinearModel) -> str:
+    """A content hash of ``model`` (two models with the same key are the same programme).
+
+    Parameters
+    ----------
+    model : LinearModel
+        The programme to hash.
+
+    Returns
+    -------
+    str
+        A SHA-1 hex digest over the sense, objective, matrix, bounds and integrality.
+
+    References
+    ----------
+    .. [1] Chen et al., ICML 2026 (arXiv:2601.19924) (used here to solve a repeated SIR model once).
+    """
+    _check_model(model, "model_key")
+    A = model.A.tocsr()
+    h = hashlib.sha1(model.sense.encode())
+    for a in (model.c, A.data, A.indices, A.indptr, model.row_lb, model.row_ub, model.lb, model.ub, model.integer):
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()
