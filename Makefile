@@ -1,11 +1,15 @@
-# The book's two entry points (see README.md):
-#   make book   create .venv, install, execute every chapter (ci and full scale), build the HTML book
-#   make test   create .venv if needed, install, run the unit tests and every chapter under nbval
+# The book's entry points (see README.md):
+#   make install     create .venv and install the pinned stack (and the package, editable)
+#   make book        install, execute every chapter (ci and full scale), build the HTML book (all or nothing)
+#   make test        install, run the unit tests and every chapter under nbval
+#   make check-site  build the book, then open every page in headless Chromium (needs the system's chromium)
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 JOBS   ?= 2
 SEED   ?= 0
+# make book refuses a partial or unclean book; `make build STRICT=` renders whatever has run
+STRICT ?= --strict
 # Two chapters run at a time on two cores: one BLAS/torch thread each.
 export OMP_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
@@ -13,7 +17,7 @@ export OPENBLAS_NUM_THREADS ?= 1
 export PIP_DISABLE_PIP_VERSION_CHECK = 1
 export PYDEVD_DISABLE_FILE_VALIDATION = 1
 
-.PHONY: book run build test install clean
+.PHONY: book run build test install check-site clean
 
 $(VENV)/.installed: requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,7 +32,10 @@ run: $(VENV)/.installed
 	$(PY) -m icml26 run --scale full --jobs $(JOBS) --seed $(SEED)
 
 build: $(VENV)/.installed
-	$(PY) -m icml26 build
+	$(PY) -m icml26 build $(STRICT)
+
+check-site: build
+	$(PY) -m icml26 check-site
 
 book: run build
 

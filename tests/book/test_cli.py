@@ -58,6 +58,8 @@ def test_cli_run_reports_failed_chapter_and_exits_nonzero(toy):
     assert proc.returncode == 1
     assert "1 chapter(s) failed" in proc.stderr and "02-bad: bad.md line 27, cell 4 (code cell 3" in proc.stderr
     assert "01-toy" in proc.stdout
+    # kernels talk over local sockets and shut down quietly: no jupyter noise on the terminal
+    assert "TCP" not in proc.stderr and "IPKernelApp" not in proc.stderr and "KeyboardInterrupt" not in proc.stderr
     # the run said what it was about to do, and each chapter as it finished
     assert "2 of 2 chapter(s) to execute at ci scale, 2 at a time; no previous run to judge the time by" in proc.stderr
     assert re.search(r"02-bad: failed in [\d.]+ s \(\d of 2 done", proc.stderr)

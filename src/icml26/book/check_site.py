@@ -117,8 +117,12 @@ _PAGE_JS = """async () => {
 }"""
 
 
-def check_site(html_dir: str | Path, *, timeout_s: float = 30.0) -> SiteReport:
-    """Open every page under ``html_dir`` in headless Chromium; see the module's docstring."""
+def check_site(html_dir: str | Path, *, timeout_s: float = 30.0, screenshots: str | Path | None = None) -> SiteReport:
+    """Open every page under ``html_dir`` in headless Chromium; see the module's docstring.
+
+    With ``screenshots``, save what the reader sees at the top of each page (1280x900)
+    as ``<screenshots>/<page path with / as __>.png``.
+    """
     html_dir = Path(html_dir).resolve()
     browser_path = shutil.which("chromium") or shutil.which("chromium-browser")
     if browser_path is None:
@@ -143,13 +147,16 @@ def check_site(html_dir: str | Path, *, timeout_s: float = 30.0) -> SiteReport:
                     continue
                 errors: list[str] = []
                 remote: list[str] = []
-                page = browser.new_page()
+                page = browser.new_page(viewport={"width": 1280, "height": 900})
                 page.on("console", lambda m, errors=errors: errors.append(m.text) if m.type == "error" else None)
                 page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
                 page.on("request", lambda r, remote=remote: None if r.url.startswith(LOCAL_SCHEMES) else remote.append(r.url))
                 try:
                     page.goto(page_path.as_uri(), wait_until="load", timeout=timeout_s * 1000)
                     seen = page.evaluate(_PAGE_JS)
+                    if screenshots is not None:
+                        Path(screenshots).mkdir(parents=True, exist_ok=True)
+                        page.screenshot(path=str(Path(screenshots) / (str(rel.with_suffix("")).replace("/", "__") + ".png")))
                 except Exception as exc:  # a page that does not load or hangs
                     report.problems.append(f"{rel}: did not load: {str(exc).splitlines()[0]}")
                     page.close()

@@ -86,6 +86,7 @@ def make_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("check-site", help="open every page of the built book in headless Chromium and report problems")
     c.add_argument("--html", type=Path, default=None, help="the built book (default: _build/html)")
+    c.add_argument("--screenshots", type=Path, default=None, metavar="DIR", help="also save a screenshot of each page in DIR")
 
     sub.add_parser("sync", help="write the .ipynb twins of the chapters to _build/ipynb")
     return p
@@ -221,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
             _err("check-site", f"{html} holds no built book; run `python -m icml26 build` first")
             return 2
         try:
-            report = check_site(html)
+            report = check_site(html, screenshots=args.screenshots)
         except RuntimeError as exc:  # no browser
             _err("check-site", str(exc))
             return 2

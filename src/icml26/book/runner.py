@@ -666,4 +666,11 @@ def kernel_manager_with_env(extra_env: dict[str, str], registry: KernelRegistry 
                 registry.add(self)
             return out
 
+        async def _async_interrupt_kernel(self) -> None:  # type: ignore[override]
+            # jupyter_client interrupts a kernel before shutting it down; the kernel then logs
+            # "KeyboardInterrupt caught in kernel" to the terminal. A shutdown follows anyway.
+            if getattr(self, "shutting_down", False):
+                return
+            await super()._async_interrupt_kernel()
+
     return _EnvKernelManager
