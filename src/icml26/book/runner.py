@@ -475,7 +475,11 @@ class KernelRegistry:
 
     def cancel(self) -> None:
         """Mark the run stopped and kill every kernel it started (and their children)."""
+        import logging
+
         self._cancel.set()
+        # the executor would log "Kernel died while waiting for execute reply": it was killed on purpose
+        logging.getLogger("papermill").setLevel(logging.CRITICAL)
         with self._lock:
             managers = list(self._managers)
         for m in managers:
