@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch import nn
 
-from icml26 import fiber as F
+from icml26 import fiber
 
 torch.set_num_threads(1)
 
@@ -27,10 +27,10 @@ def test_attenuation_matches_variance_of_filtered_white_noise(omega):
     reps, steps, burn = 40, 6000, 300
     sigma = 0.7
     z = sigma * rng.standard_normal((steps, reps))
-    y = F.apply_filter(z, *F.innovation_filter_coeffs(omega))[burn:]  # (T-burn, R)
+    y = fiber.apply_filter(z, *fiber.innovation_filter_coeffs(omega))[burn:]  # (T-burn, R)
     per_rep = (y**2).mean(0) / sigma**2  # (R,) independent estimates
     se = per_rep.std(ddof=1) / math.sqrt(reps)
-    assert abs(per_rep.mean() - F.innovation_attenuation(omega)) < 4 * se, (per_rep.mean(), se)
+    assert abs(per_rep.mean() - fiber.innovation_attenuation(omega)) < 4 * se, (per_rep.mean(), se)
 
 
 def test_optimizer_filter_state_equals_lfilter_recursion():
@@ -38,51 +38,51 @@ def test_optimizer_filter_state_equals_lfilter_recursion():
     torch.manual_seed(0)
     omega, steps = 0.37, 30
     p = nn.Parameter(torch.zeros(5, dtype=torch.float64))
-    opt = F.FilteredDPAdamW([p], lr=1e-3, filter="innovation", omega=omega, correction="none")
+    opt = fiber.FilteredDPAdamW([p], lr=1e-3, filter="innovation", omega=omega, correction="none")
     gs = torch.randn(steps, 5, dtype=torch.float64)
     for g in gs:
         p.grad = g.clone()
         opt.step()
-    ref = F.apply_filter(gs.numpy(), *F.innovation_filter_coeffs(omega))[-1]
+    ref = fiber.apply_filter(gs.numpy(), *fiber.innovation_filter_coeffs(omega))[-1]
     np.testing.assert_allclose(opt.state[p]["gf"].numpy(), ref, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("omega", OMEGAS + [1.3])
 def test_numeric_attenuation_equals_closed_form_innovation(omega):
-    assert F.numeric_attenuation(*F.innovation_filter_coeffs(omega)) == pytest.approx(F.innovation_attenuation(omega), rel=1e-10)
+    assert fiber.numeric_attenuation(*fiber.innovation_filter_coeffs(omega)) == pytest.approx(fiber.innovation_attenuation(omega), rel=1e-10)
 
 
 @pytest.mark.parametrize("kappa", [0.05, 0.3, 0.7, 1.0, 1.5])
 def test_numeric_attenuation_of_ema_is_kappa_over_two_minus_kappa(kappa):
-    assert F.numeric_attenuation(*F.ema_filter_coeffs(kappa)) == pytest.approx(kappa / (2 - kappa), rel=1e-10)
-    assert F.ema_attenuation(kappa) == pytest.approx(kappa / (2 - kappa), rel=1e-14)
+    assert fiber.numeric_attenuation(*fiber.ema_filter_coeffs(kappa)) == pytest.approx(kappa / (2 - kappa), rel=1e-10)
+    assert fiber.ema_attenuation(kappa) == pytest.approx(kappa / (2 - kappa), rel=1e-14)
 
 
 def test_closed_form_special_values_and_profile():
-    assert F.innovation_attenuation(1.0) == pytest.approx(1.0)
-    assert F.innovation_attenuation(0.5) == pytest.approx(0.6)
-    assert F.innovation_attenuation(1.2) == pytest.approx(2.0)
-    prof = F.attenuation_profile(*F.innovation_filter_coeffs(0.5), 400)
+    assert fiber.innovation_attenuation(1.0) == pytest.approx(1.0)
+    assert fiber.innovation_attenuation(0.5) == pytest.approx(0.6)
+    assert fiber.innovation_attenuation(1.2) == pytest.approx(2.0)
+    prof = fiber.attenuation_profile(*fiber.innovation_filter_coeffs(0.5), 400)
     assert prof[0] == pytest.approx(0.25) and np.all(np.diff(prof) >= 0) and prof[-1] == pytest.approx(0.6, rel=1e-9)
     # identity filter has A = 1
-    assert F.numeric_attenuation([1.0], [1.0]) == 1.0
+    assert fiber.numeric_attenuation([1.0], [1.0]) == 1.0
 
 
 @pytest.mark.parametrize("omega", [0.0, -0.1, 4 / 3, 1.5, 2.0, float("nan")])
 def test_unstable_omega_is_a_clear_error(omega):
     with pytest.raises(ValueError, match="omega"):
-        F.innovation_attenuation(omega)
+        fiber.innovation_attenuation(omega)
     with pytest.raises(ValueError, match="omega"):
-        F.FilteredDPAdamW([nn.Parameter(torch.zeros(2))], filter="innovation", omega=omega)
+        fiber.FilteredDPAdamW([nn.Parameter(torch.zeros(2))], filter="innovation", omega=omega)
 
 
 def test_unstable_coefficients_rejected_by_numeric_attenuation():
     # omega = 1.4 written out by hand: a = [1, -2(1-w), (1-w)]
     w = 1.4
     with pytest.raises(ValueError, match="not stable"):
-        F.numeric_attenuation([w], [1.0, -2 * (1 - w), 1 - w])
+        fiber.numeric_attenuation([w], [1.0, -2 * (1 - w), 1 - w])
     with pytest.raises(ValueError, match="kappa"):
-        F.ema_attenuation(2.0)
+        fiber.ema_attenuation(2.0)
 
 
 # --------------------------------------------------------------------------- optimizer
@@ -94,7 +94,7 @@ def test_fiber_without_noise_and_unit_gain_is_adamw_step_for_step(filt):
     init = torch.randn(7, 3, dtype=torch.float64)
     p1, p2 = nn.Parameter(init.clone()), nn.Parameter(init.clone())
     kw = dict(lr=3e-2, betas=(0.8, 0.95), eps=1e-8, weight_decay=0.05)
-    fib = F.FilteredDPAdamW([p1], filter=filt, omega=1.0, correction="filter", noise_std=0.0, eps_v=0.0, **kw)
+    fib = fiber.FilteredDPAdamW([p1], filter=filt, omega=1.0, correction="filter", noise_std=0.0, eps_v=0.0, **kw)
     ref = torch.optim.AdamW([p2], **kw)
     for _ in range(25):
         g = torch.randn(7, 3, dtype=torch.float64)
@@ -107,27 +107,27 @@ def test_fiber_without_noise_and_unit_gain_is_adamw_step_for_step(filt):
 def test_corrections_subtract_what_they_say():
     p = nn.Parameter(torch.zeros(3))
     sw = 0.1
-    assert F.make_optimizer("DP-AdamW", [p], noise_std=sw).subtracted == 0.0
-    assert F.make_optimizer("DP-AdamBC", [p], noise_std=sw).subtracted == pytest.approx(sw**2)
-    assert F.make_optimizer("Innov. filter + σ² corr.", [p], noise_std=sw, omega=0.5).subtracted == pytest.approx(sw**2)
-    assert F.make_optimizer("FIBER", [p], noise_std=sw, omega=0.5).subtracted == pytest.approx(0.6 * sw**2)
+    assert fiber.make_optimizer("DP-AdamW", [p], noise_std=sw).subtracted == 0.0
+    assert fiber.make_optimizer("DP-AdamBC", [p], noise_std=sw).subtracted == pytest.approx(sw**2)
+    assert fiber.make_optimizer("Innov. filter + σ² corr.", [p], noise_std=sw, omega=0.5).subtracted == pytest.approx(sw**2)
+    assert fiber.make_optimizer("FIBER", [p], noise_std=sw, omega=0.5).subtracted == pytest.approx(0.6 * sw**2)
 
 
 def test_bad_optimizer_arguments():
     p = [nn.Parameter(torch.zeros(2))]
     with pytest.raises(ValueError, match="filter='kalman'"):
-        F.FilteredDPAdamW(p, filter="kalman")
+        fiber.FilteredDPAdamW(p, filter="kalman")
     with pytest.raises(ValueError, match="correction='half'"):
-        F.FilteredDPAdamW(p, correction="half")
+        fiber.FilteredDPAdamW(p, correction="half")
     with pytest.raises(ValueError, match="method='Adam'"):
-        F.make_optimizer("Adam", p, noise_std=0.0)
+        fiber.make_optimizer("Adam", p, noise_std=0.0)
     with pytest.raises(ValueError, match="lr"):
-        F.FilteredDPAdamW(p, lr=0.0)
+        fiber.FilteredDPAdamW(p, lr=0.0)
 
 
 def test_second_moment_bias_matches_prediction():
     mu = np.linspace(-0.5, 0.5, 50)
-    out = F.second_moment_bias(mu, 1.0, "innovation", omega=0.5, steps=3000, n_rep=16, random_state=3)
+    out = fiber.second_moment_bias(mu, 1.0, "innovation", omega=0.5, steps=3000, n_rep=16, random_state=3)
     A = float(out["A"])
     assert A == pytest.approx(0.6)
     assert out["err_none"].mean() == pytest.approx(A, abs=0.03)
@@ -163,7 +163,7 @@ def _loop_grads(model, x, y):
 
 def test_per_example_grads_equal_loop_of_single_backward_passes():
     model, x, y = _toy()
-    pe = F.per_example_grads(model, nn.functional.cross_entropy, x, y)
+    pe = fiber.per_example_grads(model, nn.functional.cross_entropy, x, y)
     ref = _loop_grads(model, x, y)
     for k in ref:
         torch.testing.assert_close(pe[k], ref[k], rtol=1e-5, atol=1e-6)
@@ -173,9 +173,9 @@ def test_two_point_observation():
     model, x, y = _toy(1)
     lf = nn.functional.cross_entropy
     d = {k: 0.1 * torch.ones_like(v) for k, v in model.named_parameters()}
-    base = F.per_example_grads(model, lf, x, y)
+    base = fiber.per_example_grads(model, lf, x, y)
     # kappa = 1: the plain gradient
-    u1 = F.two_point_grads(model, lf, x, y, d, kappa=1.0, gamma=0.5)
+    u1 = fiber.two_point_grads(model, lf, x, y, d, kappa=1.0, gamma=0.5)
     # general a: a * grad(theta + gamma d) + (1 - a) * grad(theta), via a shifted copy
     kappa, gamma = 0.7, 0.5
     a = (1 - kappa) / (kappa * gamma)
@@ -184,8 +184,8 @@ def test_two_point_observation():
         for k, p in shifted.named_parameters():
             p.add_(gamma * d[k])
     sh = _loop_grads(shifted, x, y)
-    u = F.two_point_grads(model, lf, x, y, d, kappa=kappa, gamma=gamma)
-    u_one = F.two_point_grads(model, lf, x, y, d, kappa=kappa, gamma=(1 - kappa) / kappa)  # a = 1
+    u = fiber.two_point_grads(model, lf, x, y, d, kappa=kappa, gamma=gamma)
+    u_one = fiber.two_point_grads(model, lf, x, y, d, kappa=kappa, gamma=(1 - kappa) / kappa)  # a = 1
     gam1 = (1 - kappa) / kappa
     shifted1 = copy.deepcopy(model)
     with torch.no_grad():
@@ -197,27 +197,27 @@ def test_two_point_observation():
         torch.testing.assert_close(u[k], a * sh[k] + (1 - a) * base[k], rtol=1e-5, atol=1e-6)
         torch.testing.assert_close(u_one[k], sh1[k], rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="kappa"):
-        F.observation_weight(0.0, 1.0)
+        fiber.observation_weight(0.0, 1.0)
     with pytest.raises(ValueError, match="gamma"):
-        F.observation_weight(0.5, 0.0)
+        fiber.observation_weight(0.5, 0.0)
 
 
 def test_clip_and_sum():
     model, x, y = _toy(2)
-    pe = F.per_example_grads(model, nn.functional.cross_entropy, x, y)
+    pe = fiber.per_example_grads(model, nn.functional.cross_entropy, x, y)
     big = 1e6
-    s_big, norms = F.clip_and_sum(pe, big)
+    s_big, norms = fiber.clip_and_sum(pe, big)
     for k in pe:
         torch.testing.assert_close(s_big[k], pe[k].sum(0), rtol=1e-5, atol=1e-6)
     flat = torch.cat([v.reshape(x.shape[0], -1) for v in pe.values()], 1)
     torch.testing.assert_close(norms, flat.norm(dim=1))
     C = float(norms.median())
-    s, _ = F.clip_and_sum(pe, C)
+    s, _ = fiber.clip_and_sum(pe, C)
     factor = (C / (norms + 1e-6)).clamp(max=1.0)
     ref = (factor[:, None] * flat).sum(0)
     torch.testing.assert_close(torch.cat([v.reshape(-1) for v in s.values()]), ref, rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="max_norm"):
-        F.clip_and_sum(pe, 0.0)
+        fiber.clip_and_sum(pe, 0.0)
 
 
 def test_dp_sgd_step_agrees_with_opacus():
@@ -225,9 +225,9 @@ def test_dp_sgd_step_agrees_with_opacus():
     model, x, y = _toy(3, n=16)
     ours = copy.deepcopy(model)
     C, sigma, B, lr = 0.5, 1.3, 16, 0.1
-    gsm, dpo = F.opacus_dp_optimizer(model, torch.optim.SGD(model.parameters(), lr=lr), noise_multiplier=sigma, max_norm=C, expected_batch_size=B, random_state=torch.Generator().manual_seed(42))
-    F.opacus_step(gsm, dpo, x, y)
-    g = F.privatize(F.per_example_grads(ours, nn.functional.cross_entropy, x, y), max_norm=C, noise_multiplier=sigma, expected_batch_size=B, random_state=torch.Generator().manual_seed(42))
+    gsm, dpo = fiber.opacus_dp_optimizer(model, torch.optim.SGD(model.parameters(), lr=lr), noise_multiplier=sigma, max_norm=C, expected_batch_size=B, random_state=torch.Generator().manual_seed(42))
+    fiber.opacus_step(gsm, dpo, x, y)
+    g = fiber.privatize(fiber.per_example_grads(ours, nn.functional.cross_entropy, x, y), max_norm=C, noise_multiplier=sigma, expected_batch_size=B, random_state=torch.Generator().manual_seed(42))
     with torch.no_grad():
         for k, p in ours.named_parameters():
             p.add_(g[k], alpha=-lr)
@@ -240,12 +240,12 @@ def test_dp_adamw_agrees_with_opacus_dp_adam_over_steps():
     model, x, y = _toy(4, n=16)
     ours = copy.deepcopy(model)
     C, sigma, B, lr = 1.0, 0.8, 16, 1e-2
-    gsm, dpo = F.opacus_dp_optimizer(model, torch.optim.Adam(model.parameters(), lr=lr), noise_multiplier=sigma, max_norm=C, expected_batch_size=B, random_state=torch.Generator().manual_seed(7))
-    opt = F.make_optimizer("DP-AdamW", ours.parameters(), noise_std=sigma * C / B, lr=lr)
+    gsm, dpo = fiber.opacus_dp_optimizer(model, torch.optim.Adam(model.parameters(), lr=lr), noise_multiplier=sigma, max_norm=C, expected_batch_size=B, random_state=torch.Generator().manual_seed(7))
+    opt = fiber.make_optimizer("DP-AdamW", ours.parameters(), noise_std=sigma * C / B, lr=lr)
     gen = torch.Generator().manual_seed(7)
     for _ in range(4):
-        F.opacus_step(gsm, dpo, x, y)
-        g = F.privatize(F.per_example_grads(ours, nn.functional.cross_entropy, x, y), max_norm=C, noise_multiplier=sigma, expected_batch_size=B, random_state=gen)
+        fiber.opacus_step(gsm, dpo, x, y)
+        g = fiber.privatize(fiber.per_example_grads(ours, nn.functional.cross_entropy, x, y), max_norm=C, noise_multiplier=sigma, expected_batch_size=B, random_state=gen)
         for k, p in ours.named_parameters():
             p.grad = g[k]
         opt.step()
@@ -260,28 +260,28 @@ def test_accounting_round_trip_and_gaussian_oracle():
     pytest.importorskip("opacus")
     q, T, delta = 0.05, 400, 1e-5
     for eps in (2.0,):
-        s = F.noise_for_epsilon(eps, delta, q, T)
-        assert eps - 0.01 <= F.epsilon_spent(s, q, T, delta) <= eps
+        s = fiber.noise_for_epsilon(eps, delta, q, T)
+        assert eps - 0.01 <= fiber.epsilon_spent(s, q, T, delta) <= eps
     # q = 1: the Gaussian mechanism's RDP is T * alpha / (2 sigma^2), converted as in Balle et al. 2020
     sigma, T = 3.0, 10
-    a = np.asarray(F.RDP_ALPHAS, dtype=float)
+    a = np.asarray(fiber.RDP_ALPHAS, dtype=float)
     rdp = T * a / (2 * sigma**2)
     ref = np.min(rdp - (np.log(delta) + np.log(a)) / (a - 1) + np.log((a - 1) / a))
-    assert F.epsilon_spent(sigma, 1.0, T, delta) == pytest.approx(ref, rel=1e-9)
+    assert fiber.epsilon_spent(sigma, 1.0, T, delta) == pytest.approx(ref, rel=1e-9)
     with pytest.raises(ValueError, match="epsilon"):
-        F.noise_for_epsilon(0.0, delta, q, T)
+        fiber.noise_for_epsilon(0.0, delta, q, T)
     with pytest.raises(ValueError, match="sample_rate"):
-        F.noise_for_epsilon(1.0, delta, 1.5, T)
+        fiber.noise_for_epsilon(1.0, delta, 1.5, T)
 
 
 # --------------------------------------------------------------------------- training
 
 
 def test_train_private_is_deterministic_and_private():
-    data = F.load_tabular("breast_cancer", random_state=0)
+    data = fiber.load_tabular("breast_cancer", random_state=0)
     kw = dict(noise_multiplier=1.0, epochs=1, batch_size=64, random_state=5)
-    r1 = F.train_private(data, "FIBER", **kw)
-    r2 = F.train_private(data, "FIBER", **kw)
+    r1 = fiber.train_private(data, "FIBER", **kw)
+    r2 = fiber.train_private(data, "FIBER", **kw)
     assert r1.test_acc == r2.test_acc and r1.acc_curve == r2.acc_curve
     assert 0.0 < r1.epsilon < math.inf and r1.steps == math.ceil(1 / (64 / data.X_train.shape[0]))
     assert r1.noise_std == pytest.approx(1.0 / 64)
@@ -289,17 +289,17 @@ def test_train_private_is_deterministic_and_private():
 
 def test_data_errors():
     with pytest.raises(ValueError, match="name='mnist'"):
-        F.load_tabular("mnist")
-    data = F.load_tabular("breast_cancer")
+        fiber.load_tabular("mnist")
+    data = fiber.load_tabular("breast_cancer")
     with pytest.raises(ValueError, match="batch_size"):
-        F.train_private(data, "FIBER", noise_multiplier=1.0, batch_size=0)
-    val = F.validation_split(data, frac=0.25, random_state=0)
+        fiber.train_private(data, "FIBER", noise_multiplier=1.0, batch_size=0)
+    val = fiber.validation_split(data, frac=0.25, random_state=0)
     assert val.X_train.shape[0] + val.X_test.shape[0] == data.X_train.shape[0]
 
 
 def test_select_hyperparameters_picks_best_validation_config():
-    data = F.validation_split(F.load_tabular("breast_cancer", random_state=0), random_state=0)
-    best, table = F.select_hyperparameters(data, ["DP-AdamW", "FIBER"], epsilon=4.0, delta=1e-5, lr_grid=[1e-3, 3e-2], eps_v_grid=[1e-4], random_state=1, epochs=1, batch_size=64)
+    data = fiber.validation_split(fiber.load_tabular("breast_cancer", random_state=0), random_state=0)
+    best, table = fiber.select_hyperparameters(data, ["DP-AdamW", "FIBER"], epsilon=4.0, delta=1e-5, lr_grid=[1e-3, 3e-2], eps_v_grid=[1e-4], random_state=1, epochs=1, batch_size=64)
     assert len(table) == 2 + 2  # DP-AdamW: lr only; FIBER: lr x eps_v
     for m, sub in table.groupby("method"):
         top = sub.sort_values(["val_acc", "val_loss"], ascending=[False, True]).iloc[0]
@@ -309,9 +309,9 @@ def test_select_hyperparameters_picks_best_validation_config():
 def test_dp_step_fn_updates_parameters_and_rejects_unknown_method():
     model, x, y = _toy(5, n=8)
     before = [p.detach().clone() for p in model.parameters()]
-    step = F.dp_step_fn("FIBER", model, x, y, noise_multiplier=1.0, random_state=0)
+    step = fiber.dp_step_fn("FIBER", model, x, y, noise_multiplier=1.0, random_state=0)
     step()
     step()
     assert any(not torch.equal(b, p.detach()) for b, p in zip(before, model.parameters()))
     with pytest.raises(ValueError, match="method='SGD'"):
-        F.dp_step_fn("SGD", model, x, y, noise_multiplier=1.0)
+        fiber.dp_step_fn("SGD", model, x, y, noise_multiplier=1.0)
