@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import _common
 from .._common import RandomState, check_random_state
-from ._checks import check_int, check_type
+from ._checks import check_int, check_real, check_type
 from .lp import LinearModel, solve
 from .problems import CLASS_IDS, CLASSES, ProblemClass, get_class
 from .text import InstanceError
@@ -57,6 +57,16 @@ class Instance:
     index: int = 0
     solve_seconds: float = 0.0
     seed: int | None = 0
+
+    def __post_init__(self) -> None:
+        self.problem_class = get_class(self.problem_class).name
+        self.size = self.cls.check_size(self.size)
+        check_type(self.params, dict, "params", "a dict of instance parameters")
+        check_real(self.answer, "answer")
+        check_int(self.index, "index", low=0)
+        check_real(self.solve_seconds, "solve_seconds")
+        if self.seed is not None:
+            check_int(self.seed, "seed", low=0)
 
     @property
     def cls(self) -> ProblemClass:

@@ -263,6 +263,17 @@ class SolveResult:
     x: np.ndarray | None
     seconds: float
 
+    STATUSES = ("optimal", "infeasible", "unbounded", "infeasible_or_unbounded", "time_limit", "error")
+
+    def __post_init__(self) -> None:
+        if self.status not in self.STATUSES:
+            raise ValueError(f"status={self.status!r} is not valid; use one of {self.STATUSES}")
+        if self.status == "optimal":
+            check_real(self.objective, "objective")
+        elif self.objective is not None:
+            raise ValueError(f"objective must be None unless status is 'optimal' (status={self.status!r})")
+        check_real(self.seconds, "seconds", allow_none=False)
+
     @property
     def answer(self) -> float | str | None:
         """What a solver-integrated answer reports: the optimum, or the status string."""

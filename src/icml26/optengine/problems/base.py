@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..._common import RandomState, check_random_state
-from .._checks import STYLES, check_real, check_style, check_styles, check_type, is_int
+from .._checks import STYLES, check_real, check_style, check_styles, check_type, is_int, is_real
 from ..lp import LinearModel
 from ..text import FIELD, Block, InstanceError, _read_number, render, template_regex
 
@@ -53,6 +53,16 @@ class PlanCheck:
     objective: float
     terms: np.ndarray
     violated: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        check_type(self.feasible, (bool, np.bool_), "feasible", "a bool")
+        if not is_real(self.objective):
+            raise TypeError(f"objective={self.objective!r} must be a number (NaN for a plan that cannot be evaluated)")
+        self.terms = np.asarray(self.terms, dtype=float).ravel()
+        if not np.all(np.isfinite(self.terms)):
+            raise ValueError("terms must be finite numbers")
+        if not isinstance(self.violated, tuple) or not all(isinstance(v, str) for v in self.violated):
+            raise TypeError(f"violated must be a tuple of constraint-family names, got {self.violated!r}")
 
 
 def _ints(rng: np.random.Generator, lo: int, hi: int, size: Any = None) -> Any:
