@@ -342,20 +342,33 @@ class Book:
 
     @staticmethod
     def _commit(work: Path, out_dir: Path, res_new: Path, res_dest: Path) -> None:
-        """Put a successful run in place of the previous one (each step a rename)."""
+        """Put a successful run in place of the previous one (each step a rename).
+
+        Another process committing the same chapter at the same moment can get between
+        two renames; the last step is then retried, and the last run to commit wins.
+        """
         token = uuid.uuid4().hex[:8]
-        old_res = res_dest.parent / f".{res_dest.name}.{token}.old"
-        if res_dest.exists():
-            res_dest.rename(old_res)
-        if res_new.exists():
-            res_dest.parent.mkdir(parents=True, exist_ok=True)
-            res_new.rename(res_dest)
-        old_out = out_dir.parent / f".{out_dir.name}.{token}.old"
-        if out_dir.exists():
-            out_dir.rename(old_out)
-        work.rename(out_dir)
-        shutil.rmtree(old_res, ignore_errors=True)
-        shutil.rmtree(old_out, ignore_errors=True)
+        olds = [res_dest.parent / f".{res_dest.name}.{token}.old"]
+        try:
+            if res_dest.exists():
+                res_dest.rename(olds[0])
+            if res_new.exists():
+                res_dest.parent.mkdir(parents=True, exist_ok=True)
+                res_new.rename(res_dest)
+            for attempt in range(3):
+                olds.append(out_dir.parent / f".{out_dir.name}.{token}.{attempt}.old")
+                try:
+                    if out_dir.exists():
+                        out_dir.rename(olds[-1])
+                    work.rename(out_dir)
+                    return
+                except OSError:
+                    if attempt == 2:
+                        raise
+                    time.sleep(0.2)
+        finally:
+            for old in olds:
+                shutil.rmtree(old, ignore_errors=True)
 
     def expected_wall(self, chapter: Chapter, scale: str) -> float | None:
         """Wall time of the chapter's previous run at this scale (good or failed), if known."""
