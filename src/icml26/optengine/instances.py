@@ -74,11 +74,42 @@ class Instance:
         return CLASSES[self.problem_class]
 
     def question(self, style: int = 0, overrides: Mapping[str, int] | None = None) -> str:
-        """The word problem (style 0 canonical, 1 seen paraphrase, 2 unseen paraphrase); see :meth:`ProblemClass.render`."""
+        """The word problem.
+
+        Parameters
+        ----------
+        style : {0, 1, 2}
+            0 canonical, 1 seen paraphrase, 2 unseen paraphrase.
+        overrides : mapping of str to int, optional
+            Per-family styles (see :meth:`ProblemClass.render`).
+
+        Returns
+        -------
+        str
+            The text.
+
+        References
+        ----------
+        .. [1] Chen et al., ICML 2026 (arXiv:2601.19924), Secs. 3 and 5.
+        """
         return self.cls.render(self.params, style, overrides)
 
     def model(self) -> LinearModel:
-        """The exact model."""
+        """The exact model.
+
+        Parameters
+        ----------
+        None
+
+        Returns
+        -------
+        LinearModel
+            The model HiGHS verified.
+
+        References
+        ----------
+        .. [1] Chen et al., ICML 2026 (arXiv:2601.19924), Sec. 3.
+        """
         return self.cls.build(self.params)
 
 

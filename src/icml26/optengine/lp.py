@@ -126,11 +126,43 @@ class LinearModel:
         return x
 
     def objective(self, x: np.ndarray) -> float:
-        """``c^T x + offset`` for a point ``x`` of shape (n,)."""
+        """``c^T x + offset`` at a point.
+
+        Parameters
+        ----------
+        x : array_like, shape (n,)
+            A point.
+
+        Returns
+        -------
+        float
+            The objective value.
+
+        References
+        ----------
+        .. [1] Chen et al., ICML 2026 (arXiv:2601.19924).
+        """
         return float(self.c @ self._point(x) + self.offset)
 
     def is_feasible(self, x: np.ndarray, tol: float = 1e-6) -> bool:
-        """Whether ``x`` (shape (n,)) satisfies every row, bound and integrality (absolute tolerance ``tol``)."""
+        """Whether a point satisfies every row, bound and integrality.
+
+        Parameters
+        ----------
+        x : array_like, shape (n,)
+            A point.
+        tol : float
+            Absolute tolerance.
+
+        Returns
+        -------
+        bool
+            Feasibility.
+
+        References
+        ----------
+        .. [1] Chen et al., ICML 2026 (arXiv:2601.19924).
+        """
         x = self._point(x)
         ax = self.A @ x
         ok = np.all(ax >= self.row_lb - tol) and np.all(ax <= self.row_ub + tol)
@@ -175,7 +207,26 @@ class ModelBuilder:
         self._obj: list[tuple[np.ndarray, np.ndarray]] = []
 
     def var(self, shape: int | tuple[int, ...], lb: Any = 0.0, ub: Any = INF, integer: bool = False) -> np.ndarray:
-        """New variables of ``shape`` with (broadcast) bounds; returns their indices, same shape."""
+        """New variables with (broadcast) bounds.
+
+        Parameters
+        ----------
+        shape : int or tuple of int
+            Shape of the block (non-negative entries).
+        lb, ub : float or array_like
+            Bounds, broadcast to ``shape``.
+        integer : bool
+            Whether the block is integer.
+
+        Returns
+        -------
+        ndarray of int
+            The column indices of the new variables, shape ``shape``.
+
+        References
+        ----------
+        .. [1] Chen et al., ICML 2026 (arXiv:2601.19924).
+        """
         shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
         if any(int(s) < 0 for s in shape):
             raise ValueError(f"shape={shape!r} must not have negative entries")
@@ -189,7 +240,25 @@ class ModelBuilder:
         return idx
 
     def set_objective(self, cols: np.ndarray, coefs: Any, offset: float = 0.0) -> None:
-        """Add ``coefs * x[cols]`` to the objective (cols and coefs broadcast together)."""
+        """Add ``coefs * x[cols]`` to the objective.
+
+        Parameters
+        ----------
+        cols : array_like of int
+            Column indices.
+        coefs : float or array_like
+            Coefficients, broadcast with ``cols``.
+        offset : float
+            Constant added to the objective.
+
+        Returns
+        -------
+        None
+
+        References
+        ----------
+        .. [1] Chen et al., ICML 2026 (arXiv:2601.19924).
+        """
         cols, coefs = np.broadcast_arrays(np.asarray(cols), np.asarray(coefs, float))
         self._obj.append((cols.ravel(), coefs.ravel()))
         self.offset += float(offset)
@@ -197,7 +266,22 @@ class ModelBuilder:
     def rows(self, cols: np.ndarray, coefs: Any, lo: Any = -INF, hi: Any = INF) -> None:
         """Add ``k`` rows ``lo_r <= sum_t coefs[r, t] x[cols[r, t]] <= hi_r``.
 
-        ``cols`` has shape (k, t); ``coefs`` broadcasts to it; ``lo``/``hi`` to (k,).
+        Parameters
+        ----------
+        cols : array_like of int, shape (k, t)
+            Column indices of each row's terms.
+        coefs : float or array_like
+            Coefficients, broadcast to ``cols``.
+        lo, hi : float or array_like
+            Row bounds, broadcast to (k,).
+
+        Returns
+        -------
+        None
+
+        References
+        ----------
+        .. [1] Chen et al., ICML 2026 (arXiv:2601.19924).
         """
         cols = np.atleast_2d(np.asarray(cols))
         coefs = np.broadcast_to(np.asarray(coefs, float), cols.shape)
@@ -212,7 +296,21 @@ class ModelBuilder:
         self.m += k
 
     def build(self) -> LinearModel:
-        """The :class:`LinearModel` made of every variable and row added so far."""
+        """The model made of every variable and row added so far.
+
+        Parameters
+        ----------
+        None
+
+        Returns
+        -------
+        LinearModel
+            The assembled programme (duplicate entries summed).
+
+        References
+        ----------
+        .. [1] Chen et al., ICML 2026 (arXiv:2601.19924).
+        """
         c = np.concatenate(self._c) if self._c else np.zeros(0)
         for cols, coefs in self._obj:
             np.add.at(c, cols, coefs)

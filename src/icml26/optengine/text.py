@@ -34,6 +34,11 @@ FIELD = re.compile(r"\{(\w+)(\*?)\}")
 class InstanceError(ValueError):
     """An instance description that is malformed, or an instance that has no optimum.
 
+    Parameters
+    ----------
+    message : str
+        What is wrong, naming the part of the description.
+
     References
     ----------
     .. [1] Chen et al., ICML 2026 (arXiv:2601.19924): instances without a proven optimum are discarded.
@@ -179,7 +184,22 @@ class Block:
             raise ValueError("a 'rows' block needs rows_key, and a 'text' block takes none")
 
     def phrasing(self, style: int) -> str:
-        """The template of ``style`` (the last phrasing stands in for higher styles)."""
+        """The template of a style.
+
+        Parameters
+        ----------
+        style : {0, 1, 2}
+            The style.
+
+        Returns
+        -------
+        str
+            ``phrasings[min(style, len - 1)]`` (the last phrasing stands in for higher styles).
+
+        References
+        ----------
+        .. [1] Chen et al., ICML 2026 (arXiv:2601.19924), Sec. 5.
+        """
         return self.phrasings[min(style, len(self.phrasings) - 1)]
 
 

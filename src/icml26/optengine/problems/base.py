@@ -95,7 +95,14 @@ class ProblemClass(abc.ABC):
     Subclasses set the class attributes (``name``, ``kind``, ``sense``, ``size_name``,
     ``size_range``, ``time_limit``, ``integral_objective``, ``blocks``) and implement
     :meth:`_draw`, :meth:`build`, :meth:`scalars`, :meth:`rows`, :meth:`from_fields`,
-    :meth:`heuristic` and :meth:`check_plan`.
+    :meth:`heuristic` and :meth:`check_plan`. A class is stateless: its instances are
+    the parameter dicts passed to every method.
+
+    Parameters
+    ----------
+    None
+        A problem class takes no constructor arguments; :data:`~icml26.optengine.problems.CLASSES`
+        holds one object per class.
 
     References
     ----------
@@ -119,27 +126,131 @@ class ProblemClass(abc.ABC):
 
     @abc.abstractmethod
     def build(self, p: Mapping, drop: frozenset = frozenset()) -> LinearModel:
-        """The exact model of parameters ``p``, leaving out the constraint families in ``drop``."""
+        """The exact model of parameters ``p``.
+
+        Parameters
+        ----------
+        p : mapping
+            Instance parameters.
+        drop : frozenset of str
+            Constraint families to leave out (a formulator that missed their sentence).
+
+        Returns
+        -------
+        LinearModel
+            The (mixed-integer) linear programme.
+
+        References
+        ----------
+        .. [1] Chen et al., ICML 2026 (arXiv:2601.19924), App. (the authors' gurobipy models).
+        """
 
     @abc.abstractmethod
     def scalars(self, p: Mapping) -> dict:
-        """The values of the ``text`` blocks' slots."""
+        """The values of the ``text`` blocks' slots.
+
+        Parameters
+        ----------
+        p : mapping
+            Instance parameters.
+
+        Returns
+        -------
+        dict
+            Slot name -> value.
+
+        References
+        ----------
+        .. [1] Chen et al., ICML 2026 (arXiv:2601.19924), Sec. 3.
+        """
 
     @abc.abstractmethod
     def rows(self, p: Mapping) -> dict[str, list[dict]]:
-        """The rows of the ``rows`` blocks, by ``rows_key``."""
+        """The rows of the ``rows`` blocks.
+
+        Parameters
+        ----------
+        p : mapping
+            Instance parameters.
+
+        Returns
+        -------
+        dict of str to list of dict
+            ``rows_key`` -> one slot dict per line (indices 1-based).
+
+        References
+        ----------
+        .. [1] Chen et al., ICML 2026 (arXiv:2601.19924), Sec. 3.
+        """
 
     @abc.abstractmethod
     def from_fields(self, sc: dict, rows: dict[str, list[dict]], missing: tuple[str, ...] = ()) -> dict:
-        """Parameters from parsed slot values ``sc`` and rows; families in ``missing`` become ``None``."""
+        """Parameters from parsed slot values and rows (the inverse of :meth:`scalars` and :meth:`rows`).
+
+        Parameters
+        ----------
+        sc : dict
+            Parsed slot values of the ``text`` blocks.
+        rows : dict of str to list of dict
+            Parsed lines of the ``rows`` blocks.
+        missing : tuple of str
+            Constraint families whose sentence was not found; their parameters become ``None``.
+
+        Returns
+        -------
+        dict
+            The instance parameters.
+
+        Raises
+        ------
+        InstanceError
+            When a needed value is absent or the numbers disagree.
+
+        References
+        ----------
+        .. [1] Chen et al., ICML 2026 (arXiv:2601.19924) (the text carries the whole instance).
+        """
 
     @abc.abstractmethod
     def heuristic(self, p: Mapping) -> Plan:
-        """The by-hand plan of the PTR stand-in."""
+        """The by-hand plan of the PTR stand-in (each class names its rule).
+
+        Parameters
+        ----------
+        p : mapping
+            Instance parameters.
+
+        Returns
+        -------
+        Plan
+            A JSON-serialisable decision in the class's :data:`~icml26.optengine.paradigms.PLAN_FORMAT`.
+
+        References
+        ----------
+        .. [1] Chen et al., ICML 2026 (arXiv:2601.19924), Sec. 5 (local reasoning fails global constraints).
+        """
 
     @abc.abstractmethod
     def check_plan(self, p: Mapping, plan: Plan) -> PlanCheck:
-        """Evaluate ``plan`` against the exact instance ``p``."""
+        """Evaluate ``plan`` against the exact instance ``p``, independently of the model.
+
+        Parameters
+        ----------
+        p : mapping
+            Instance parameters.
+        plan : Plan
+            A decision in the class's plan format.
+
+        Returns
+        -------
+        PlanCheck
+            Feasibility, objective, the terms a hand calculation adds, and what is broken
+            (a malformed plan is infeasible, with a NaN objective).
+
+        References
+        ----------
+        .. [1] Chen et al., ICML 2026 (arXiv:2601.19924), Sec. 5 (error decomposition).
+        """
 
     # --- generic -----------------------------------------------------------------------
     def __repr__(self) -> str:
@@ -156,7 +267,27 @@ class ProblemClass(abc.ABC):
         return tuple(dict.fromkeys(b.family for b in self.blocks if b.family != "data" and len(b.phrasings) > 2))
 
     def check_size(self, size: int) -> int:
-        """``size`` as an int if it lies in the authors' range :attr:`size_range`, else ``ValueError``."""
+        """``size`` as an int if it lies in the authors' range :attr:`size_range`.
+
+        Parameters
+        ----------
+        size : int
+            A size knob.
+
+        Returns
+        -------
+        int
+            The size.
+
+        Raises
+        ------
+        ValueError
+            Naming the allowed range.
+
+        References
+        ----------
+        .. [1] Chen et al., ICML 2026 (arXiv:2601.19924), Table 1 (size ranges of the released benchmark).
+        """
         lo, hi = self.size_range
         if not is_int(size) or not (lo <= size <= hi):
             raise ValueError(f"size={size!r} is not valid for {self.name}; use an integer {self.size_name} in [{lo}, {hi}]")
@@ -185,11 +316,43 @@ class ProblemClass(abc.ABC):
         return self._draw(check_random_state(random_state), n)
 
     def size_of(self, p: Mapping) -> int:
-        """The size knob of parameters ``p``."""
+        """The size knob of parameters ``p``.
+
+        Parameters
+        ----------
+        p : mapping
+            Instance parameters.
+
+        Returns
+        -------
+        int
+            The size.
+
+        References
+        ----------
+        .. [1] Chen et al., ICML 2026 (arXiv:2601.19924), Sec. 3 (one size knob per class).
+        """
         return int(p["n"])
 
     def check_style(self, style: int, overrides: Mapping[str, int] | None = None) -> dict[str, int]:
-        """Validate a style and per-family overrides; return the overrides as a dict."""
+        """Validate a style and per-family overrides.
+
+        Parameters
+        ----------
+        style : {0, 1, 2}
+            The phrasing of every block.
+        overrides : mapping of str to int, optional
+            Family -> style; every family must be one of :attr:`families`.
+
+        Returns
+        -------
+        dict
+            The overrides.
+
+        References
+        ----------
+        .. [1] Chen et al., ICML 2026 (arXiv:2601.19924), Sec. 5 (rephrased constraints).
+        """
         check_type(overrides, (Mapping, type(None)), "overrides", "a mapping of family -> style")
         overrides = dict(overrides or {})
         for k, v in [("style", style), *overrides.items()]:
@@ -311,6 +474,21 @@ class ProblemClass(abc.ABC):
         return self.build(p, drop=frozenset(missing))
 
     def finish_objective(self, value: float) -> float:
-        """Round a solver objective the way the stored answer is rounded."""
+        """Round a solver objective the way the stored answer is rounded.
+
+        Parameters
+        ----------
+        value : float
+            A finite objective value.
+
+        Returns
+        -------
+        float
+            Rounded to an integer (integral objectives) or to 6 decimals.
+
+        References
+        ----------
+        .. [1] Chen et al., ICML 2026 (arXiv:2601.19924) (answers stored as numbers, checked to 0.2 %).
+        """
         value = check_real(value, "value")
         return float(round(value)) if self.integral_objective else float(round(value, 6))

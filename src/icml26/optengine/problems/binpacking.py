@@ -69,6 +69,15 @@ class BinPacking(ProblemClass):
     data. The number of candidate bins is the first-fit-decreasing count (a valid upper
     bound, so the optimum is unchanged); two valid strengthenings (:math:`x_{ik}\le y_k`,
     item :math:`i` only in bins :math:`k\le i`) keep HiGHS fast. Size knob items, 10-40.
+
+    Parameters
+    ----------
+    None
+        A problem class takes no arguments (see :class:`~icml26.optengine.problems.base.ProblemClass`).
+
+    References
+    ----------
+    .. [1] Chen et al., ICML 2026 (arXiv:2601.19924), App.; authors' ``OPTEngine/opt/modules/binpacking_generator.py``.
     """
 
     name, kind, sense, size_name, size_range = "BinPacking", "MIP", "min", "items", (10, 40)

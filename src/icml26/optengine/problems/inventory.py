@@ -23,6 +23,15 @@ class Inventory(ProblemClass):
     :math:`I_t - S_t = I_{t-1} + x_{t-\ell} - D_t`, :math:`I_{t-1}+x_{t-\ell}\le C`,
     :math:`Q_{\min}\le x_t\le Q_{\max}`, :math:`0\le I_t\le C`, :math:`I_0` given.
     Size knob horizon T, 5-20; ranges as in the authors' generator.
+
+    Parameters
+    ----------
+    None
+        A problem class takes no arguments (see :class:`~icml26.optengine.problems.base.ProblemClass`).
+
+    References
+    ----------
+    .. [1] Chen et al., ICML 2026 (arXiv:2601.19924), App.; authors' ``OPTEngine/opt/modules/inventory_generator.py``.
     """
 
     name, kind, sense, size_name, size_range = "Inventory", "LP", "min", "periods", (5, 20)

@@ -23,6 +23,15 @@ class JobShop(ProblemClass):
     :math:`s_a-s_b+Mz\ge p_b`, :math:`s_b-s_a-Mz\ge p_a-M` (:math:`M=\sum p`);
     :math:`C_{\max}\ge s_{jk}+p_{jk}`. Each job visits every machine once in a random
     order, :math:`p\in\{1..10\}`; size knob jobs = machines, 3-10 (30 s limit).
+
+    Parameters
+    ----------
+    None
+        A problem class takes no arguments (see :class:`~icml26.optengine.problems.base.ProblemClass`).
+
+    References
+    ----------
+    .. [1] Chen et al., ICML 2026 (arXiv:2601.19924), App.; authors' ``OPTEngine/opt/modules/jobshop_generator.py``.
     """
 
     name, kind, sense, size_name, size_range = "JobShop", "MIP", "min", "jobs=machines", (3, 10)

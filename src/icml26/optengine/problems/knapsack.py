@@ -21,6 +21,15 @@ class Knapsack(ProblemClass):
 
     Sampling (authors): :math:`w_i\in\{1..50\}`, :math:`v_i\in\{10..300\}`,
     :math:`W=\lfloor 0.7\sum_i w_i\rfloor`; size knob ``n`` items, 5-30.
+
+    Parameters
+    ----------
+    None
+        A problem class takes no arguments (see :class:`~icml26.optengine.problems.base.ProblemClass`).
+
+    References
+    ----------
+    .. [1] Chen et al., ICML 2026 (arXiv:2601.19924), App.; authors' ``OPTEngine/opt/modules/knapsack_generator.py``.
     """
 
     name, kind, sense, size_name, size_range = "Knapsack", "MIP", "max", "items", (5, 30)

@@ -81,6 +81,15 @@ class NetworkFlow(ProblemClass):
     :math:`0\le f_{ws}\le k_{ws}`. Supplies and demands in {10..100} balanced by trimming,
     cost {1..10}, capacity {5..100}; infeasible draws are discarded. Size knob n warehouses
     = n stores (benchmark 5-9).
+
+    Parameters
+    ----------
+    None
+        A problem class takes no arguments (see :class:`~icml26.optengine.problems.base.ProblemClass`).
+
+    References
+    ----------
+    .. [1] Chen et al., ICML 2026 (arXiv:2601.19924), App.; authors' ``OPTEngine/opt/modules/netflow_generator.py``.
     """
 
     name, kind, sense, size_name, size_range = "NetworkFlow", "LP", "min", "warehouses=stores", (3, 14)
@@ -176,6 +185,15 @@ class Transportation(NetworkFlow):
     Supply {50..200}; total demand :math:`U(.6,.95)\sum s` split at random; cost {1..20}.
     Size knob sources, 3-10; sinks drawn from 3-10. The least-cost plan is always
     feasible here, and optimal only by luck.
+
+    Parameters
+    ----------
+    None
+        A problem class takes no arguments (see :class:`~icml26.optengine.problems.base.ProblemClass`).
+
+    References
+    ----------
+    .. [1] Chen et al., ICML 2026 (arXiv:2601.19924), App.; authors' ``OPTEngine/opt/modules/transportation_generator.py``.
     """
 
     name, kind, sense, size_name, size_range = "Transportation", "LP", "min", "sources", (3, 10)

@@ -24,6 +24,15 @@ class Pollution(ProblemClass):
     :math:`c\sim U(10,200)`, :math:`P=\min(U(.2,.7), \max s-10^{-4})` (3 decimals).
     Here :math:`s_j` is the *removal* efficiency in both text and model. Size knob
     sources, 3-10; methods drawn from 2-5.
+
+    Parameters
+    ----------
+    None
+        A problem class takes no arguments (see :class:`~icml26.optengine.problems.base.ProblemClass`).
+
+    References
+    ----------
+    .. [1] Chen et al., ICML 2026 (arXiv:2601.19924), App.; authors' ``OPTEngine/opt/modules/pollution_generator.py``.
     """
 
     name, kind, sense, size_name, size_range = "Pollution", "LP", "min", "sources", (3, 10)

@@ -25,6 +25,15 @@ class Portfolio(ProblemClass):
     :math:`u\sim U(.3,.9)`; :math:`R_{\min}, V_{\max}, L_{\min}` are scaled from a feasible
     reference mix (factors U(.6,.95), U(1,1.5), U(.2,.6) as in the authors' code). Every
     number is rounded to the 3 decimals the text shows *before* solving. Size knob assets, 5-20.
+
+    Parameters
+    ----------
+    None
+        A problem class takes no arguments (see :class:`~icml26.optengine.problems.base.ProblemClass`).
+
+    References
+    ----------
+    .. [1] Chen et al., ICML 2026 (arXiv:2601.19924), App.; authors' ``OPTEngine/opt/modules/portfolio_generator.py``.
     """
 
     name, kind, sense, size_name, size_range = "Portfolio", "LP", "max", "assets", (5, 20)

@@ -22,6 +22,15 @@ class Production(ProblemClass):
     Profit U(5,20), time U(.2,2), :math:`T_j` = U(1,1.5) times the load of a random
     reference plan of total U(50,200) units (3 decimals). Size knob products, 3-10;
     operations drawn from 2-5.
+
+    Parameters
+    ----------
+    None
+        A problem class takes no arguments (see :class:`~icml26.optengine.problems.base.ProblemClass`).
+
+    References
+    ----------
+    .. [1] Chen et al., ICML 2026 (arXiv:2601.19924), App.; authors' ``OPTEngine/opt/modules/production_generator.py``.
     """
 
     name, kind, sense, size_name, size_range = "Production", "LP", "max", "products", (3, 10)

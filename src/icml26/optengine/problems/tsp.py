@@ -22,6 +22,15 @@ class TSP(ProblemClass):
     :math:`\min\sum_{i\ne j} d_{ij}x_{ij}` s.t. :math:`\sum_j x_{ij}=\sum_j x_{ji}=1`,
     :math:`u_i-u_j+n x_{ij}\le n-1` (:math:`i,j\ge 2`), :math:`1\le u_i\le n-1`.
     Integer coordinates in :math:`[0,200]^2`, Euclidean :math:`d`; size knob cities, 4-19.
+
+    Parameters
+    ----------
+    None
+        A problem class takes no arguments (see :class:`~icml26.optengine.problems.base.ProblemClass`).
+
+    References
+    ----------
+    .. [1] Chen et al., ICML 2026 (arXiv:2601.19924), App.; authors' ``OPTEngine/opt/modules/tsp_generator.py``.
     """
 
     name, kind, sense, size_name, size_range = "TSP", "MIP", "min", "cities", (4, 19)
