@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 import pytest
+from docsections import undocumented
 
 from icml26.best import (
     CaseResult,
@@ -329,30 +330,7 @@ def test_standard_solutions_score_dual_one_through_the_whole_pipeline():
         assert res[key] == pytest.approx(1.0), key
 
 
-# ----------------------------------------------------------------------------- documentation
-
-
-def _undocumented(modname: str) -> list[str]:
-    """Public functions without numpydoc Parameters/Returns/References; classes without Parameters/References."""
-    import importlib
-    import inspect
-
-    mod = importlib.import_module(modname)
-    out = []
-    for name, obj in vars(mod).items():
-        if name.startswith("_") or getattr(obj, "__module__", None) != modname:
-            continue
-        if inspect.isfunction(obj):
-            items = [(name, obj, ("Parameters", "Returns", "References"))]
-        elif inspect.isclass(obj):
-            items = [(name, obj, ("Parameters", "References"))]
-            items += [(f"{name}.{m}", f, ("Returns",)) for m, f in vars(obj).items() if not m.startswith("_") and inspect.isfunction(f)]
-        else:
-            continue
-        out += [f"{label}: {sec}" for label, o, secs in items for sec in secs if f"{sec}\n---" not in (inspect.getdoc(o) or "")]
-    return out
-
 
 @pytest.mark.parametrize("module", ["metric", "harness", "tasks", "scoring"])
 def test_every_public_callable_has_numpydoc_sections(module):
-    assert _undocumented(f"icml26.best.{module}") == []
+    assert undocumented(f"icml26.best.{module}") == []

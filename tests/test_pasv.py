@@ -7,6 +7,7 @@ from itertools import permutations
 
 import numpy as np
 import pytest
+from docsections import undocumented
 from scipy import stats
 
 from icml26 import pasv as P
@@ -306,29 +307,6 @@ def test_bad_input_raises(call, match):
         call()
 
 
-# ----------------------------------------------------------------------------- documentation
-
-
-def _undocumented(modname: str) -> list[str]:
-    """Public functions without numpydoc Parameters/Returns/References; classes without Parameters/References."""
-    import importlib
-    import inspect
-
-    mod = importlib.import_module(modname)
-    out = []
-    for name, obj in vars(mod).items():
-        if name.startswith("_") or getattr(obj, "__module__", None) != modname:
-            continue
-        if inspect.isfunction(obj):
-            items = [(name, obj, ("Parameters", "Returns", "References"))]
-        elif inspect.isclass(obj):
-            items = [(name, obj, ("Parameters", "References"))]
-            items += [(f"{name}.{m}", f, ("Returns",)) for m, f in vars(obj).items() if not m.startswith("_") and inspect.isfunction(f)]
-        else:
-            continue
-        out += [f"{label}: {sec}" for label, o, secs in items for sec in secs if f"{sec}\n---" not in (inspect.getdoc(o) or "")]
-    return out
-
 
 def test_every_public_callable_has_numpydoc_sections():
-    assert _undocumented("icml26.pasv") == []
+    assert undocumented("icml26.pasv") == []

@@ -31,6 +31,8 @@ from typing import Any, Literal
 import numpy as np
 
 from .._common import RandomState, seed_from
+from ._validate import count as _count
+from ._validate import positive as _positive
 from .metric import feasible_set
 from .tasks import Task
 
@@ -137,22 +139,6 @@ class CaseResult:
             and self.cpu_ms <= time_limit_ms
             and self.memory_kb(metric) <= memory_limit_kb
         )
-
-
-def _positive(x, name: str) -> float:
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name}={x!r} must be a number")
-    if not (math.isfinite(x) and x > 0):
-        raise ValueError(f"{name}={x!r} must be finite and > 0")
-    return float(x)
-
-
-def _count(x, name: str, low: int = 1) -> int:
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
-        raise TypeError(f"{name}={x!r} must be an integer")
-    if x < low:
-        raise ValueError(f"{name}={x!r} must be >= {low}")
-    return int(x)
 
 
 def run_case(

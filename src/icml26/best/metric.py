@@ -20,11 +20,12 @@ passes every test case of scale ``i`` under level ``j``'s memory limit. Then
 
 from __future__ import annotations
 
-import math
 from math import comb
 from typing import Literal
 
 import numpy as np
+
+from ._validate import count, positive
 
 Kind = Literal["time", "space", "comb"]
 KINDS: tuple[str, ...] = ("time", "space", "comb")
@@ -88,7 +89,7 @@ def weight_matrix(kind: Kind, *, tau: float = 1.2, sigma: float = 1.2, shape: tu
     """
     if not isinstance(kind, str) or kind not in KINDS:
         raise ValueError(f"kind={kind!r}; use one of {KINDS}")
-    tau, sigma = _base(tau, "tau"), _base(sigma, "sigma")
+    tau, sigma = positive(tau, "tau"), positive(sigma, "sigma")
     if (
         not isinstance(shape, tuple | list)
         or len(shape) != 2
@@ -106,22 +107,6 @@ def weight_matrix(kind: Kind, *, tau: float = 1.2, sigma: float = 1.2, shape: tu
     else:
         W[:1, :] = sj
     return W
-
-
-def _base(x, name: str) -> float:
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name}={x!r} must be a number > 0")
-    if not (math.isfinite(x) and x > 0):
-        raise ValueError(f"{name}={x!r} must be finite and > 0")
-    return float(x)
-
-
-def _k(k) -> int:
-    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
-        raise TypeError(f"k={k!r} must be an integer >= 1")
-    if k < 1:
-        raise ValueError(f"k={k!r} must be >= 1")
-    return int(k)
 
 
 def _rates(A, name: str = "A") -> np.ndarray:
@@ -179,7 +164,7 @@ def plugin_pass_at_k(A: np.ndarray, k: int) -> np.ndarray:
        Code", ICML 2026.
     .. [2] Co-author's public code, github.com/xwysyy/BEST: process-data/dual_at_k.py.
     """
-    k = _k(k)
+    k = count(k, "k")
     A = _rates(A)
     return 1.0 - (1.0 - A) ** k
 
@@ -302,7 +287,7 @@ def dual_at_k(
        Code", ICML 2026.
     .. [2] Co-author's public code, github.com/xwysyy/BEST: export_dual_at_k.py and process-data/dual_at_k.py.
     """
-    k = _k(k)
+    k = count(k, "k")
     A = subtask_pass_rate(P, closure=closure)
     Ak = plugin_pass_at_k(A, k)
     out = {kind: dual_score(Ak, feasible, kind, tau=tau, sigma=sigma) for kind in KINDS}

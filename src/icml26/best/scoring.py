@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from .._common import RandomState, check_random_state
+from ._validate import count, positive
 from .harness import Harness
 from .metric import KINDS, dual_at_k
 from .tasks import SYSTEM_PROMPT, Task, extract_code
@@ -41,14 +42,6 @@ def _check_harness(harness) -> Harness:
     return harness
 
 
-def _check_level(task: Task, level) -> int:
-    if isinstance(level, (bool, np.bool_)) or not isinstance(level, (int, np.integer)):
-        raise TypeError(f"level={level!r} must be an integer space level")
-    if not 0 <= level < task.n_levels:
-        raise ValueError(f"level={level!r}; use 0..{task.n_levels - 1}")
-    return int(level)
-
-
 def _check_ks(ks) -> tuple[int, ...]:
     if isinstance(ks, (str, bytes)) or not isinstance(ks, Sequence) or not ks:
         raise TypeError(f"ks must be a non-empty sequence of positive integers, got {ks!r}")
@@ -56,14 +49,6 @@ def _check_ks(ks) -> tuple[int, ...]:
         if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"ks must hold positive integers, got {ks!r}")
     return tuple(int(k) for k in ks)
-
-
-def _check_base(x, name: str) -> float:
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name}={x!r} must be a number > 0")
-    if not (math.isfinite(x) and x > 0):
-        raise ValueError(f"{name}={x!r} must be finite and > 0")
-    return float(x)
 
 
 AnswerFn = Callable[[str], str]
@@ -90,7 +75,6 @@ def full_prompt(task: Task, level: int) -> str:
     """
     if not isinstance(task, Task):
         raise TypeError(f"task must be a Task, got {type(task).__name__}")
-    level = _check_level(task, level)
     return f"{SYSTEM_PROMPT}\n---\n\n{task.prompt(level)}"
 
 
@@ -118,10 +102,7 @@ def generate(answer_fn: AnswerFn, tasks: Sequence[Task], n_generations: int = 10
     """
     if not callable(answer_fn):
         raise TypeError("answer_fn must be a callable from prompt text to answer text")
-    if isinstance(n_generations, (bool, np.bool_)) or not isinstance(n_generations, (int, np.integer)):
-        raise TypeError(f"n_generations={n_generations!r} must be an integer")
-    if n_generations < 1:
-        raise ValueError(f"n_generations={n_generations!r} must be >= 1")
+    n_generations = count(n_generations, "n_generations")
     out = {}
     for task in _check_tasks(tasks):
         out[task.name] = [
@@ -215,7 +196,7 @@ def score_programs(
     harness = _check_harness(harness)
     tasks = _check_tasks(tasks)
     ks = _check_ks(ks)
-    tau, sigma = _check_base(tau, "tau"), _check_base(sigma, "sigma")
+    tau, sigma = positive(tau, "tau"), positive(sigma, "sigma")
     if not isinstance(programs_by_task, Mapping):
         raise TypeError(f"programs_by_task must be a mapping task name -> programs, got {type(programs_by_task).__name__}")
     missing = [t.name for t in tasks if t.name not in programs_by_task]
@@ -277,7 +258,7 @@ def evaluate_model(
     harness = Harness() if harness is None else _check_harness(harness)
     tasks = _check_tasks(tasks)
     ks = _check_ks(ks)
-    tau, sigma = _check_base(tau, "tau"), _check_base(sigma, "sigma")
+    tau, sigma = positive(tau, "tau"), positive(sigma, "sigma")
     per_task = score_programs(harness, tasks, generate(answer_fn, tasks, n_generations), ks=ks, tau=tau, sigma=sigma)
     keys = next(iter(per_task.values())).keys()
     out = {k: float(np.mean([row[k] for row in per_task.values()])) for k in keys if k != "outside_F"}
