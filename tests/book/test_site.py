@@ -44,6 +44,8 @@ def test_records_of_another_run_are_left_out_of_the_scorecard(toy):
     f.write_text(json.dumps(payload))
     card = site.scorecard_markdown(toy, "full")
     assert "one is one" not in card and "left out: 01-toy/main (seed 1)" in card
+    (toy.root / "_config.yml").write_text("title: t\n")
+    assert any("do not come from the run rendered here" in n for n in site.stage(toy, "full").notes)
 
 
 def _nb(*outputs):

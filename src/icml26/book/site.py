@@ -67,7 +67,7 @@ def load_records(book: Book, scale: str) -> dict[str, list[dict]]:
     base = book.results_dir() / scale
     if not base.is_dir():
         return out
-    for ch_dir in sorted(p for p in base.iterdir() if p.is_dir()):
+    for ch_dir in sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith(".")):
         rec = book.record(scale, ch_dir.name)
         payloads = []
         for f in sorted(ch_dir.glob("*.json")):
@@ -484,6 +484,13 @@ def stage(book: Book, scale: str = "full", *, strict: bool = False) -> Staged:
         for extra in ch.path.iterdir():  # images and other assets next to the notebook
             if extra.is_file() and extra.suffix.lower() in {".png", ".svg", ".jpg", ".jpeg", ".gif", ".bib"}:
                 shutil.copy2(extra, dest / extra.name)
+    for cid, payloads in load_records(book, scale).items():
+        for payload in payloads:
+            if payload["mismatch"]:
+                problems.append(
+                    f"{cid}: claim records {payload.get('part', 'main')}.json (seed {payload.get('seed')}) do not come from "
+                    "the run rendered here; the scorecard leaves them out"
+                )
     if problems and strict:
         raise BuildError("the book cannot be built (--strict):\n  " + "\n  ".join(problems))
     staged.notes = problems
