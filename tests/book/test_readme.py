@@ -33,7 +33,7 @@ def test_papermill_recipe_runs_as_written_and_never_touches_the_runners_records(
     proc = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=toy.root, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
 
-    out = re.search(r"(_build/manual/\S+\.ipynb)", recipe).group(1)
+    out = re.search(r"(_build/manual/\S+-full-seed1\.ipynb)", recipe).group(1)
     assert (toy.root / out).exists()
     manual = toy.results_dir() / "manual" / "full" / "seed-1" / "01-toy" / "main.json"
     payload = json.loads(manual.read_text())
