@@ -574,6 +574,11 @@ class RetrievalResult:
         States along the iteration (index 0 is the query); a converged query stays put.
     path_energy : array (T+1, Q) or None
         Energy :math:`E(\\xi_t)` along the iteration (with ``track_energy=True``).
+
+    References
+    ----------
+    C. Tankala, K. Balasubramanian, ICML 2026, arXiv:2509.23162, Algorithm 1 (the iterates);
+    authors' code: https://github.com/chandantankala/DDAM.
     """
 
     means: np.ndarray

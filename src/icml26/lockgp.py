@@ -440,7 +440,16 @@ class LinearGlobalKernel(_OneHotKernel):
         return self.log_gamma.exp()  # (*batch, 1)
 
     def correlation(self) -> Tensor:
-        """:math:`C_\\gamma`, shape ``(*batch, A, A)``."""
+        """:math:`C_\\gamma = \\exp(\\gamma \\tilde B)` at the current :math:`\\gamma`.
+
+        Parameters
+        ----------
+        None
+
+        Returns
+        -------
+        torch.Tensor, shape (*batch, A, A)
+        """
         return torch.exp(self.gamma[..., None] * self.B_tilde.to(self.log_gamma))
 
     def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, last_dim_is_batch: bool = False, **params):
@@ -490,11 +499,32 @@ class NonlinearLocalKernel(_OneHotKernel):
         self.register_prior("log_local_prior", NormalPrior(0.0, 0.5), "log_local")
 
     def position_exponents(self) -> Tensor:
-        """:math:`\\gamma \\gamma_l`, shape ``(*batch, L)``."""
+        """The per-position exponents :math:`\\gamma \\gamma_l`.
+
+        Parameters
+        ----------
+        None
+
+        Returns
+        -------
+        torch.Tensor, shape (*batch, L)
+        """
         return torch.exp(self.log_gamma + self.log_local)
 
     def log_kernel(self, x1: Tensor, x2: Tensor, diag: bool = False) -> Tensor:
-        """:math:`\\log k_\\text{nl}(x, x')`, shape ``(..., N, M)`` (or ``(..., N)`` if ``diag``)."""
+        """:math:`\\log k_\\text{nl}(x, x')`.
+
+        Parameters
+        ----------
+        x1, x2 : torch.Tensor, shape (..., N, L*A) and (..., M, L*A)
+            Flattened one-hot sequences.
+        diag : bool
+            Only the diagonal (``x1`` and ``x2`` of the same length).
+
+        Returns
+        -------
+        torch.Tensor, shape (..., N, M) (or (..., N) if ``diag``)
+        """
         z1, z2 = self._unflatten(x1), self._unflatten(x2)  # (..., N, L, A), (..., M, L, A)
         w = self.position_exponents().to(z1)  # (*batch, L)
         # row l of z1M is gamma*gamma_l * B~[x_l, :]; B~ is shared by all positions, so one matmul
