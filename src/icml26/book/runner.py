@@ -65,6 +65,7 @@ class RunRecord:
     notebooks: list[str] = field(default_factory=list)
     error: dict | None = None
     finished: str = ""
+    cpus: int = 0  # CPU cores of the machine that ran it (0: not recorded)
 
     @classmethod
     def load(cls, path: Path) -> RunRecord:
@@ -269,7 +270,7 @@ class Book:
             assert prev is not None
             prev.status = "cached"
             return prev
-        record = RunRecord(chapter=chapter.id, scale=scale, seed=seed, status="ok", wall_s=0.0, key=key)
+        record = RunRecord(chapter=chapter.id, scale=scale, seed=seed, status="ok", wall_s=0.0, key=key, cpus=os.cpu_count() or 0)
         if kernels.cancelled:
             record.status = "interrupted"
             return record

@@ -415,7 +415,9 @@ def build_note(book: Book, scale: str, shown: dict[str, str]) -> str:
     if days:
         first, last = days[0], days[-1]
         when = f" on {first[:10]}" if first[:10] == last[:10] else f" between {first[:10]} and {last[:10]}"
-    text = f"*The pages show the notebooks as executed at `{scale}` scale with {seed}{when}, on a {os.cpu_count()}-core CPU"
+    cpus = sorted({r.cpus for r in recs if r.cpus})
+    machine = f", on a {cpus[0]}-core CPU" if len(cpus) == 1 else (f", on machines with {', '.join(map(str, cpus))} CPU cores" if cpus else "")
+    text = f"*The pages show the notebooks as executed at `{scale}` scale with {seed}{when}{machine}"
     text += f" ({len(recs)} of {total} chapters; run times on the {{doc}}`status page <status>`)."
     missing = [cid for cid, w in shown.items() if w in ("not run", "failed")]
     stale = [cid for cid, w in shown.items() if w == "stale"]
