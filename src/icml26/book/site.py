@@ -358,12 +358,16 @@ def fold_parameters(nb) -> None:
 
 
 def _banner(nb, admonition: str, text: str) -> None:
-    """Put an admonition right under the notebook's title."""
+    """Put an admonition right under the notebook's title (inside the title's cell, if it holds more)."""
     import nbformat
 
+    block = f"````{{{admonition}}}\n{text}\n````"
     first = nb.cells[0] if nb.cells else None
-    at = 1 if first is not None and first.cell_type == "markdown" and first.source.lstrip().startswith("# ") else 0
-    nb.cells.insert(at, nbformat.v4.new_markdown_cell(f"````{{{admonition}}}\n{text}\n````"))
+    if first is not None and first.cell_type == "markdown" and first.source.lstrip().startswith("# "):
+        title, _, rest = first.source.lstrip().partition("\n")
+        first.source = f"{title}\n\n{block}\n\n{rest.lstrip()}".rstrip() + "\n"
+    else:
+        nb.cells.insert(0, nbformat.v4.new_markdown_cell(block))
 
 
 def _placeholder(book: Book, ch: Chapter, scale: str, word: str, why: str, stem: str) -> str:
@@ -479,7 +483,8 @@ def stage(book: Book, scale: str = "full", *, strict: bool = False) -> Staged:
             problems += [f"{ch.id}/{nb_path.stem}: {p}" for p in found]
             fold_parameters(nb)
             if found:
-                _banner(nb, "warning", "The build found problems in this page's outputs:\n\n```text\n" + "\n".join(p.replace("`", "'") for p in found) + "\n```")
+                items = "\n".join("- `` " + p.replace("`", "'") + " ``" for p in found)
+                _banner(nb, "warning", f"The build found problems in this page's outputs:\n\n{items}")
             if word == "stale":
                 _banner(nb, "warning", f"These results are stale: {_cell(why)}.")
             nbformat.write(nb, str(dest / src.name))
