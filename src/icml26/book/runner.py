@@ -25,6 +25,7 @@ import os
 import re
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 import time
@@ -401,7 +402,15 @@ class Book:
             raise ValueError(f"jobs={jobs!r} must be an integer >= 1")
         check_scale(scale)
         seed = check_seed(seed)
-        say = say or (lambda msg: None)
+        user_say = say or (lambda msg: None)
+
+        def say(msg: str) -> None:  # a line between the live bars, not through them
+            if progress:
+                with tqdm.external_write_mode(file=sys.stderr):
+                    user_say(msg)
+            else:
+                user_say(msg)
+
         chapters = list(chapters)
         todo = [c for c in chapters if force or not self.is_cached(c, scale, seed)]
         expected = {c.id: self.expected_wall(c, scale) for c in todo}
