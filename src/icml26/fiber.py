@@ -999,7 +999,13 @@ class FilteredDPAdamW(torch.optim.Optimizer):
 
     @torch.no_grad()
     def step(self, closure=None):
-        """One update from the privatised gradients in ``p.grad``; returns ``closure()`` if given."""
+        """One update from the privatised gradients in ``p.grad``; returns ``closure()`` if given.
+
+        Returns
+        -------
+        float or None
+            The closure's loss, if a closure was given.
+        """
         loss = None
         if closure is not None:
             with torch.enable_grad():
@@ -1549,6 +1555,11 @@ def opacus_dp_optimizer(model: nn.Module, optimizer: torch.optim.Optimizer, *, n
         ``B`` (>= 1).
     random_state : int, numpy.random.Generator, torch.Generator or None
         Noise source; ``None`` lets Opacus use torch's global generator.
+
+    Returns
+    -------
+    (opacus.GradSampleModule, opacus.optimizers.DPOptimizer)
+        The wrapped model and optimizer (``loss_reduction="mean"``).
 
     References
     ----------

@@ -59,7 +59,13 @@ class BitNetwork:
         return tables.reshape(-1)[flat]
 
     def layer_outputs(self, bits: np.ndarray) -> list[np.ndarray]:
-        """Output bits of every op for input ``bits`` of shape (B, *input_shape)."""
+        """Output bits of every op for input ``bits`` of shape (B, *input_shape).
+
+        Returns
+        -------
+        list of numpy.ndarray
+            The output of every op, in order (bits as uint8, popcounts as int64).
+        """
         if isinstance(bits, (str, bytes)) or bits is None:
             raise TypeError(f"bits must be an array of 0/1, got {type(bits).__name__}")
         x = np.asarray(bits)
@@ -99,15 +105,33 @@ class BitNetwork:
         return outs
 
     def counts(self, bits: np.ndarray) -> np.ndarray:
-        """Per-class popcounts, shape (B, k), int64."""
+        """Per-class popcounts, shape (B, k), int64.
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (B, k)
+            Per-class popcounts.
+        """
         return self.layer_outputs(bits)[-1]
 
     def predict(self, bits: np.ndarray) -> np.ndarray:
-        """Predicted class (first maximal popcount), shape (B,)."""
+        """Predicted class (first maximal popcount), shape (B,).
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (B,)
+            Predicted classes.
+        """
         return self.counts(bits).argmax(axis=1)
 
     def nbytes(self) -> int:
-        """Bytes of the stored arrays as NumPy holds them (uint8 tables, int64 indices)."""
+        """Bytes of the stored arrays as NumPy holds them (uint8 tables, int64 indices).
+
+        Returns
+        -------
+        int
+            Bytes of the stored arrays.
+        """
         return int(sum(v.nbytes for _, p in self.ops for v in p.values() if isinstance(v, np.ndarray)))
 
 

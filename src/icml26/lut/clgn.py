@@ -122,7 +122,13 @@ class ConvLUT(nn.Module):
                             random_state=seed)
 
     def output_hw(self, h: int, w: int) -> tuple[int, int]:
-        """Output height and width for an ``h x w`` input."""
+        """Output height and width for an ``h x w`` input.
+
+        Returns
+        -------
+        (int, int)
+            Output height and width.
+        """
         h, w = check_int("h", h, 0), check_int("w", w, 0)
         k, s, p = self.kernel_size, self.stride, self.padding
         ho, wo = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
@@ -131,12 +137,24 @@ class ConvLUT(nn.Module):
         return ho, wo
 
     def lut_evaluations(self, input_shape: tuple[int, ...]) -> tuple[int, tuple[int, ...]]:
-        """LUT evaluations per sample (one per channel and position) and the output shape."""
+        """LUT evaluations per sample (one per channel and position) and the output shape.
+
+        Returns
+        -------
+        (int, tuple of int)
+            Evaluations per sample and output shape ``(C_out, H_out, W_out)``.
+        """
         ho, wo = self.output_hw(input_shape[1], input_shape[2])
         return self.out_channels * ho * wo, (self.out_channels, ho, wo)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Output bits of shape ``(B, C_out, H_out, W_out)``."""
+        """Output bits of shape ``(B, C_out, H_out, W_out)``.
+
+        Returns
+        -------
+        Tensor, shape (B, C_out, H_out, W_out)
+            Output bits.
+        """
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"ConvLUT expects a torch.Tensor, got {type(x).__name__}")
         if x.ndim != 4 or x.shape[1] != self.in_channels:
@@ -149,6 +167,13 @@ class ConvLUT(nn.Module):
         return y.reshape(B, ho * wo, self.out_channels).transpose(1, 2).reshape(B, self.out_channels, ho, wo)
 
     def extra_repr(self) -> str:
+        """The sizes shown by ``repr``.
+
+        Returns
+        -------
+        str
+            The layer's sizes for ``repr``.
+        """
         return (f"{self.in_channels} -> {self.out_channels}, k={self.kernel_size}, stride={self.stride}, "
                 f"padding={self.padding}, n={self.n}, mapping={self.lut.mapping_kind}")
 
@@ -183,12 +208,24 @@ class OrPool(nn.Module):
         self.kernel_size = int(kernel_size)
 
     def lut_evaluations(self, input_shape: tuple[int, ...]) -> tuple[int, tuple[int, ...]]:
-        """No LUT evaluations; the output shape ``(C, H // k, W // k)``."""
+        """No LUT evaluations; the output shape ``(C, H // k, W // k)``.
+
+        Returns
+        -------
+        (int, tuple of int)
+            0 and the output shape.
+        """
         c, h, w = input_shape
         return 0, (c, h // self.kernel_size, w // self.kernel_size)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """OR over each window: shape ``(B, C, H // k, W // k)``."""
+        """OR over each window: shape ``(B, C, H // k, W // k)``.
+
+        Returns
+        -------
+        Tensor, shape (B, C, H // k, W // k)
+            Pooled bits.
+        """
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"OrPool expects a torch.Tensor, got {type(x).__name__}")
         if x.ndim != 4:
@@ -275,14 +312,26 @@ class LearnableGroupSum(nn.Module):
         self.logits = nn.Parameter(logits + 0.01 * torch.rand(k, in_features, generator=gen))
 
     def assignment(self) -> np.ndarray:
-        """The hard class of every input bit, shape (M,)."""
+        """The hard class of every input bit, shape (M,).
+
+        Returns
+        -------
+        numpy.ndarray of int, shape (M,)
+            The class of every output bit.
+        """
         return self.logits.detach().argmax(dim=0).numpy()
 
     def _hard(self) -> torch.Tensor:
         return F.one_hot(self.logits.argmax(dim=0), self.k).T.to(self.logits.dtype)  # (k, M), exact 0/1
 
     def counts(self, y: torch.Tensor) -> torch.Tensor:
-        """Per-class vote counts, shape (B, k): exact popcounts in the forward pass."""
+        """Per-class vote counts, shape (B, k): exact popcounts in the forward pass.
+
+        Returns
+        -------
+        Tensor, shape (B, k)
+            Per-class vote counts.
+        """
         _check_counts_input(y, self.in_features, "LearnableGroupSum")
         hard = self._hard()
         if not self.training:
@@ -296,7 +345,13 @@ class LearnableGroupSum(nn.Module):
         return y @ hard.T + (soft_votes - soft_votes.detach())
 
     def forward(self, y: torch.Tensor) -> torch.Tensor:
-        """Class scores ``counts / tau``, shape (B, k)."""
+        """Class scores ``counts / tau``, shape (B, k).
+
+        Returns
+        -------
+        Tensor, shape (B, k)
+            Class scores.
+        """
         return self.counts(y) / self.tau
 
 

@@ -217,13 +217,25 @@ class SmallCNN(nn.Module):
                                  nn.Linear(channels * 16, k))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Class scores of shape (B, k) for images of shape (B, 1, 8, 8)."""
+        """Class scores of shape (B, k) for images of shape (B, 1, 8, 8).
+
+        Returns
+        -------
+        Tensor, shape (B, k)
+            Class scores.
+        """
         if not isinstance(x, torch.Tensor) or x.ndim != 4 or tuple(x.shape[1:]) != (1, 8, 8):
             raise ValueError(f"SmallCNN expects images of shape (batch, 1, 8, 8), got {getattr(x, 'shape', type(x).__name__)}")
         return self.net(x)
 
     def param_bytes(self) -> int:
-        """Bytes of the float32 parameters."""
+        """Bytes of the float32 parameters.
+
+        Returns
+        -------
+        int
+            Bytes of the parameters as float32.
+        """
         return int(sum(p.numel() for p in self.parameters()) * 4)
 
 

@@ -56,7 +56,13 @@ class ThermometerEncoder:
         self.feature_wise = bool(feature_wise)
 
     def fit(self, X: np.ndarray) -> ThermometerEncoder:
-        """Learn the thresholds from ``X`` of shape ``(n_samples, n_features)``; returns ``self``."""
+        """Learn the thresholds from ``X`` of shape ``(n_samples, n_features)``; returns ``self``.
+
+        Returns
+        -------
+        ThermometerEncoder
+            ``self``, with ``thresholds_`` of shape (n_features, num_bits).
+        """
         X = _as_float_matrix(X)
         if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
             raise ValueError(f"X must have shape (n_samples, n_features) with n_samples, n_features >= 1, got {X.shape}")
@@ -77,7 +83,13 @@ class ThermometerEncoder:
         return self
 
     def transform(self, X: np.ndarray) -> np.ndarray:
-        """Bits of shape ``(n_samples, n_features, num_bits)``, dtype ``uint8``."""
+        """Bits of shape ``(n_samples, n_features, num_bits)``, dtype ``uint8``.
+
+        Returns
+        -------
+        numpy.ndarray of uint8, shape (n_samples, n_features, num_bits)
+            The bits.
+        """
         if not hasattr(self, "thresholds_"):
             raise RuntimeError("ThermometerEncoder is not fitted; call fit(X) first")
         X = _as_float_matrix(X)
@@ -88,7 +100,13 @@ class ThermometerEncoder:
         return (X[:, :, None] > self.thresholds_[None, :, :]).astype(np.uint8)
 
     def fit_transform(self, X: np.ndarray) -> np.ndarray:
-        """:meth:`fit` on ``X``, then :meth:`transform` of ``X``."""
+        """:meth:`fit` on ``X``, then :meth:`transform` of ``X``.
+
+        Returns
+        -------
+        numpy.ndarray of uint8, shape (n_samples, n_features, num_bits)
+            The bits of ``X``.
+        """
         return self.fit(X).transform(X)
 
 

@@ -200,21 +200,45 @@ class LUTLayer(nn.Module):
             raise ValueError(f"mapping={mapping!r} is not valid; use 'random', 'learnable' or an (M, n) index tensor")
 
     def hard_mapping(self) -> np.ndarray:
-        """The input index of every LUT slot, shape (M, n) (argmax of the learnable weights)."""
+        """The input index of every LUT slot, shape (M, n) (argmax of the learnable weights).
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (M, n)
+            Input index of every LUT slot.
+        """
         if self.mapping_kind == "learnable":
             return self.map_weights.detach().argmax(dim=0).reshape(self.out_features, self.n).numpy().astype(np.int64)
         return self.mapping.numpy().astype(np.int64)
 
     def hard_tables(self) -> np.ndarray:
-        """The deployed truth tables :math:`\\mathbb 1[L_j[k] > 0]`, shape (M, 2**n), bool."""
+        """The deployed truth tables :math:`\\mathbb 1[L_j[k] > 0]`, shape (M, 2**n), bool.
+
+        Returns
+        -------
+        numpy.ndarray of bool, shape (M, 2**n)
+            The deployed truth tables.
+        """
         return (self.luts.detach() > 0).numpy()
 
     def lut_evaluations(self, input_shape: tuple[int, ...]) -> tuple[int, tuple[int, ...]]:
-        """LUT evaluations per sample and output shape for an input of ``input_shape`` (without batch)."""
+        """LUT evaluations per sample and output shape for an input of ``input_shape`` (without batch).
+
+        Returns
+        -------
+        (int, tuple of int)
+            ``out_features`` and ``(out_features,)``.
+        """
         return self.out_features, (self.out_features,)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Output bits (or table values with ``ste=False``) of shape ``(batch, out_features)``."""
+        """Output bits (or table values with ``ste=False``) of shape ``(batch, out_features)``.
+
+        Returns
+        -------
+        Tensor, shape (B, out_features)
+            Output bits (table values with ``ste=False``).
+        """
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"LUTLayer expects a torch.Tensor, got {type(x).__name__}")
         if x.ndim != 2 or x.shape[1] != self.in_features:
@@ -230,6 +254,13 @@ class LUTLayer(nn.Module):
         return STEFunction.apply(y) if self.ste else y
 
     def extra_repr(self) -> str:
+        """The sizes shown by ``repr``.
+
+        Returns
+        -------
+        str
+            The layer's sizes for ``repr``.
+        """
         return f"{self.in_features} -> {self.out_features}, n={self.n}, mapping={self.mapping_kind}"
 
 
@@ -283,17 +314,35 @@ class GroupSum(nn.Module):
         self.k, self.in_features, self.tau = int(k), int(in_features), check_float("tau", tau, lo=0.0, lo_open=True)
 
     def assignment(self) -> np.ndarray:
-        """The class of every input bit, shape (M,)."""
+        """The class of every input bit, shape (M,).
+
+        Returns
+        -------
+        numpy.ndarray of int, shape (M,)
+            The class of every input bit.
+        """
         return np.arange(self.in_features) // -(-self.in_features // self.k)
 
     def counts(self, y: torch.Tensor) -> torch.Tensor:
-        """Per-class popcounts, shape (B, k)."""
+        """Per-class popcounts, shape (B, k).
+
+        Returns
+        -------
+        Tensor, shape (B, k)
+            Per-class popcounts.
+        """
         _check_counts_input(y, self.in_features, "GroupSum")
         onehot = F.one_hot(torch.as_tensor(self.assignment()), self.k).to(y.dtype)  # (M, k)
         return y @ onehot  # (B, k)
 
     def forward(self, y: torch.Tensor) -> torch.Tensor:
-        """Class scores :math:`z = \\text{counts}/\\tau`, shape (B, k)."""
+        """Class scores :math:`z = \\text{counts}/\\tau`, shape (B, k).
+
+        Returns
+        -------
+        Tensor, shape (B, k)
+            Class scores.
+        """
         return self.counts(y) / self.tau
 
 
@@ -339,7 +388,13 @@ class LUTNet(nn.Module):
         self.head = head
 
     def embed(self, x: torch.Tensor) -> torch.Tensor:
-        """Flattened output bits of the feature stage, shape (B, F)."""
+        """Flattened output bits of the feature stage, shape (B, F).
+
+        Returns
+        -------
+        Tensor, shape (B, F)
+            Flattened feature bits.
+        """
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"LUTNet expects a torch.Tensor, got {type(x).__name__}")
         if tuple(x.shape[1:]) != self.input_shape:
@@ -348,11 +403,23 @@ class LUTNet(nn.Module):
         return self.features(x).reshape(x.shape[0], -1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Class scores of shape (B, k)."""
+        """Class scores of shape (B, k).
+
+        Returns
+        -------
+        Tensor, shape (B, k)
+            Class scores.
+        """
         return self.head(self.classifier(self.embed(x)))
 
     def counts(self, x: torch.Tensor) -> torch.Tensor:
-        """Per-class popcounts of the hard network (eval mode), shape (B, k)."""
+        """Per-class popcounts of the hard network (eval mode), shape (B, k).
+
+        Returns
+        -------
+        Tensor, shape (B, k)
+            Per-class popcounts.
+        """
         return self.head.counts(self.classifier(self.embed(x)))
 
 
