@@ -132,3 +132,46 @@ def performance_markdown(book: Book, scale: str, figure: str | None = None) -> s
             w = max(by_w)
             lines += ["", f"The same sweep (`{sc}`, {n} tasks) took {_fmt_s(by_w[1])} on one worker and {_fmt_s(by_w[w])} on {w}: a speed-up of {by_w[1] / by_w[w]:.2f}×."]
     return "\n".join(lines) + "\n"
+
+
+BENCH_SETUP_TAG = "bench-setup"
+
+
+def benchmark_notebook(nb):
+    """The part of a chapter that ``python -m icml26 bench`` re-runs: its benchmark cells.
+
+    Kept, in order: every cell before the ``## The method`` heading (the claim, the
+    parameters and the set-up cell), every cell tagged ``bench-setup`` (what the
+    benchmark needs from the experiment, e.g. a trained model), and every cell of the
+    ``## Benchmark`` section. Returns ``None`` when the chapter has no benchmark section.
+
+    Parameters
+    ----------
+    nb : nbformat.NotebookNode
+        The chapter notebook (read with jupytext).
+
+    Returns
+    -------
+    nbformat.NotebookNode or None
+    """
+    import copy
+    import re
+
+    section, seen_method = "", False
+    kept, has_bench = [], False
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            heads = re.findall(r"^## (.+)$", cell.source, re.M)
+            if heads:
+                section = heads[-1].strip()
+                seen_method = seen_method or any(h.strip() == "The method" for h in heads)
+        if section == "Benchmark":
+            has_bench = True
+        tags = cell.get("metadata", {}).get("tags", [])
+        if not seen_method or section == "Benchmark" or BENCH_SETUP_TAG in tags:
+            kept.append(cell)
+    if not has_bench:
+        return None
+    out = copy.deepcopy(nb)
+    out.cells = copy.deepcopy(kept)
+    return out
