@@ -7,14 +7,17 @@ chapter                   module
 ========================  ==========================================================
 01 OPT-Engine             :mod:`icml26.optengine` (LP layer, text, problem classes,
                           instances, checker, paradigms)
-02 ST-BCP                 :mod:`icml26.bcp` (backward conformal prediction, ST-BCP,
-                          classifier pools)
+02 ST-BCP                 :mod:`icml26.bcp` (``conformal``: BCP and ST-BCP;
+                          ``protocol``: trials; ``pools``: classifier outputs)
 03 BW-DAM                 :mod:`icml26.bwdam`
 04 LOCK-GP                :mod:`icml26.lockgp`
 07 FIBER                  :mod:`icml26.fiber`
-08 CLGN                   :mod:`icml26.lut` (DWN exact, CLGN reconstructed)
+08 CLGN                   :mod:`icml26.lut` (DWN exact: ``encoding``, ``efd``,
+                          ``layers``, ``bits``, ``resources``; CLGN reconstructed:
+                          ``clgn``)
 15 PASV                   :mod:`icml26.pasv`
-19 BEST                   :mod:`icml26.best`
+19 BEST                   :mod:`icml26.best` (``metric``, ``harness``, ``tasks``,
+                          ``programs``, ``scoring``)
 ========================  ==========================================================
 
 Shared conventions (``random_state``, progress reporting) live in :mod:`icml26._common`.
