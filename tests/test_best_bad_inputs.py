@@ -183,18 +183,18 @@ def answer(prompt: str) -> str:
     return f"```python\n{CODE}```"
 
 
-@covers("best.scoring.full_prompt", "best.scoring.generate", "best.scoring.pass_matrices")
+@covers("best.scoring.full_prompt", "best.scoring.generate_programs", "best.scoring.pass_matrices")
 @FAST
 @given(n=bad_counts, junk=not_numbers)
 def test_generation_rejects_bad_models_tasks_and_counts(n, junk):
     rejects(sc.full_prompt, TASK, 5, match="0..2")
     rejects(sc.full_prompt, "pair_count", 0, match="Task")
-    rejects(sc.generate, answer, [TASK], n, match="n_generations")
-    rejects(sc.generate, answer, [TASK], 2.0, match="n_generations")
-    rejects(sc.generate, junk, [TASK], 1, match="callable")
-    rejects(sc.generate, answer, TASK, 1, match="single Task")
-    rejects(sc.generate, answer, [], 1, match="at least one")
-    rejects(sc.generate, answer, ["pair_count"], 1, match="Task")
+    rejects(sc.generate_programs, answer, [TASK], n, match="n_generations")
+    rejects(sc.generate_programs, answer, [TASK], 2.0, match="n_generations")
+    rejects(sc.generate_programs, junk, [TASK], 1, match="callable")
+    rejects(sc.generate_programs, answer, TASK, 1, match="single Task")
+    rejects(sc.generate_programs, answer, [], 1, match="at least one")
+    rejects(sc.generate_programs, answer, ["pair_count"], 1, match="Task")
     h = hn.Harness()
     rejects(sc.pass_matrices, h, TASK, [[CODE]], match="per space level")
     rejects(sc.pass_matrices, h, TASK, [[CODE], [CODE, CODE], [CODE]], match="same")

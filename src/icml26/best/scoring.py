@@ -78,7 +78,7 @@ def full_prompt(task: Task, level: int) -> str:
     return f"{SYSTEM_PROMPT}\n---\n\n{task.prompt(level)}"
 
 
-def generate(answer_fn: AnswerFn, tasks: Sequence[Task], n_generations: int = 10) -> dict[str, list[list[str]]]:
+def generate_programs(answer_fn: AnswerFn, tasks: Sequence[Task], n_generations: int = 10) -> dict[str, list[list[str]]]:
     """Ask ``answer_fn`` for programs.
 
     Parameters
@@ -172,7 +172,7 @@ def score_programs(
     harness : Harness
     tasks : list of Task
     programs_by_task : mapping
-        ``programs_by_task[task.name][level][k]``: program texts, as :func:`generate` returns.
+        ``programs_by_task[task.name][level][k]``: program texts, as :func:`generate_programs` returns.
     ks : sequence of int
         The ``k`` of dual@k and pass@k.
     tau, sigma : float
@@ -259,7 +259,7 @@ def evaluate_model(
     tasks = _check_tasks(tasks)
     ks = _check_ks(ks)
     tau, sigma = positive(tau, "tau"), positive(sigma, "sigma")
-    per_task = score_programs(harness, tasks, generate(answer_fn, tasks, n_generations), ks=ks, tau=tau, sigma=sigma)
+    per_task = score_programs(harness, tasks, generate_programs(answer_fn, tasks, n_generations), ks=ks, tau=tau, sigma=sigma)
     keys = next(iter(per_task.values())).keys()
     out = {k: float(np.mean([row[k] for row in per_task.values()])) for k in keys if k != "outside_F"}
     out["outside_F"] = float(sum(row["outside_F"] for row in per_task.values()))
