@@ -131,3 +131,92 @@ def progress(iterable: Iterable[T], desc: str = "", *, total: int | None = None,
     if mode == "line":
         of = f"/{total}" if total is not None else ""
         print(f"{desc or 'loop'}: {n}{of} done in {time.perf_counter() - t0:.1f} s", flush=True)
+
+
+def check_int(value: Any, name: str, *, low: int = 1) -> int:
+    """``value`` as an int ``>= low``; integral floats such as ``3.0`` are accepted.
+
+    Parameters
+    ----------
+    value : Any
+        What the caller passed.
+    name : str
+        The argument's name, for the message.
+    low : int
+        Smallest allowed value.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    TypeError
+        For a bool or a non-number.
+    ValueError
+        For a non-integral, non-finite or too small number.
+    """
+    from numbers import Integral, Real
+
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name}={value!r} must be an integer >= {low}, got a bool")
+    if isinstance(value, Integral):
+        v = int(value)
+    elif isinstance(value, Real) and np.isfinite(float(value)) and float(value).is_integer():
+        v = int(value)
+    elif isinstance(value, Real):
+        raise ValueError(f"{name}={value!r} must be an integer >= {low}")
+    else:
+        raise TypeError(f"{name}={value!r} must be an integer >= {low}, got {type(value).__name__}")
+    if v < low:
+        raise ValueError(f"{name}={value!r} must be an integer >= {low}")
+    return v
+
+
+def check_real(
+    value: Any,
+    name: str,
+    *,
+    lo: float | None = None,
+    hi: float | None = None,
+    lo_open: bool = False,
+    hi_open: bool = False,
+) -> float:
+    """``value`` as a finite float within the bounds (``lo``/``hi``, open or closed).
+
+    Parameters
+    ----------
+    value : Any
+        What the caller passed.
+    name : str
+        The argument's name, for the message.
+    lo, hi : float, optional
+        Bounds; ``None`` means unbounded on that side.
+    lo_open, hi_open : bool
+        Whether the bound itself is excluded.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    TypeError
+        For a bool or a non-number.
+    ValueError
+        For NaN, infinity or a value out of bounds (the message states the interval).
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name}={value!r} must be a real number, got {type(value).__name__}")
+    v = float(value)
+    bad = not np.isfinite(v)
+    if lo is not None:
+        bad = bad or (v <= lo if lo_open else v < lo)
+    if hi is not None:
+        bad = bad or (v >= hi if hi_open else v > hi)
+    if bad:
+        left = "(" if lo_open else "["
+        right = ")" if hi_open else "]"
+        interval = f"{left}{'-inf' if lo is None else f'{lo:g}'}, {'inf' if hi is None else f'{hi:g}'}{right}"
+        raise ValueError(f"{name}={value!r} is not valid; use a finite number in {interval}")
+    return v
