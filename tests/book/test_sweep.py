@@ -69,3 +69,37 @@ def test_sweep_connects_to_a_scheduler_by_address(toy, tmp_path):
                 p.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 p.kill()
+
+
+def test_real_chapter_two_seeds_aggregated_on_the_scorecard(tmp_path):
+    """Chapter 02 at ci scale, seeds 0 and 1, on a LocalCluster: the scorecard's spread equals the records'."""
+    import shutil
+    from pathlib import Path
+
+    import numpy as np
+
+    from icml26.book import site
+    from icml26.book.runner import Book
+
+    repo = Path(__file__).resolve().parents[2]
+    root = tmp_path / "repo"
+    (root / "book").mkdir(parents=True)
+    shutil.copytree(repo / "book" / "02-st-bcp", root / "book" / "02-st-bcp")
+    shutil.copytree(repo / "src", root / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    for name in ("_toc.yml", "_config.yml", "requirements.txt", "requirements.lock"):
+        shutil.copy2(repo / name, root / name)
+    book = Book(root)
+    records = sw.sweep(book, book.chapters(), [0, 1], "ci", n_workers=2, progress=False)
+    assert [(r.seed, r.status) for r in records] == [(0, "ok"), (1, "ok")], [r.describe_error() for r in records]
+    rows = {}
+    for seed in (0, 1):
+        payload = json.loads((sw.task_dir(book, "ci", seed, "02-st-bcp") / "results" / "main.json").read_text())
+        assert payload["seed"] == seed
+        rows[seed] = {c["id"]: c for c in payload["claims"]}
+    means = np.array([rows[s]["gap-headline"]["ours_value"]["mean"] for s in (0, 1)])
+    agg = sw.aggregate([(s, rows[s]["gap-headline"]) for s in (0, 1)])
+    assert agg["mean"] == pytest.approx(means.mean()) and agg["sd"] == pytest.approx(means.std(ddof=1))
+    assert sum(agg["counts"].values()) == 2
+    assert book.execute(book.chapters()[0], "ci", 0, progress=False).status == "ok"  # the rendered, seed-0 run
+    card = site.scorecard_markdown(book, "ci")
+    assert f"`ci`: {sw.describe(agg)}" in card and "| single seed |" not in card

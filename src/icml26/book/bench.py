@@ -62,7 +62,7 @@ def compare(
 
     Both callables are timed in the same run by :func:`timeit` (alternately sample by
     sample would be fairer still; here one after the other). The figures go to
-    ``results_dir()/<scale>/<chapter>/bench/<name>.json`` (one row per ``size``), where the
+    ``records_dir(chapter, scale, seed)/bench/<name>.json`` (one row per ``size``), where the
     book's performance page gathers them.
 
     Parameters
@@ -121,8 +121,9 @@ def record(chapter: str, name: str, row: dict[str, Any], *, reference_name: str,
     """
     import json
     import os
+    import re
 
-    from .chapter import check_scale, check_seed, results_dir
+    from .chapter import check_scale, check_seed, records_dir
 
     check_scale(scale)
     check_seed(seed)
@@ -133,9 +134,9 @@ def record(chapter: str, name: str, row: dict[str, Any], *, reference_name: str,
         if not np.isfinite(v) or (k != "size" and v <= 0):
             raise ValueError(f"benchmark row: {k}={row[k]!r} must be a finite{' positive' if k != 'size' else ''} number")
     row = {**row, "ratio": float(row["reference_s"]) / float(row["ours_s"])}
-    out = results_dir() / scale / chapter / "bench"
+    out = records_dir(chapter, scale, seed) / "bench"  # the runner's folder only under the runner
     out.mkdir(parents=True, exist_ok=True)
-    f = out / f"{name.replace(' ', '_')}.json"
+    f = out / (re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") + ".json")
     key = os.environ.get("ICML26_RUN_KEY", "")
     data = json.loads(f.read_text()) if f.exists() else {}
     if data.get("run_key") != key or data.get("seed") != seed:

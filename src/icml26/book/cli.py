@@ -23,6 +23,7 @@ import argparse
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 
 from .chapter import SCALES
@@ -89,6 +90,27 @@ def make_parser() -> argparse.ArgumentParser:
     c.add_argument("--screenshots", type=Path, default=None, metavar="DIR", help="also save a screenshot of each page in DIR")
 
     sub.add_parser("sync", help="write the .ipynb twins of the chapters to _build/ipynb")
+
+    w = sub.add_parser(
+        "sweep",
+        help="run chapters x seeds on Dask (a LocalCluster, or --scheduler) and aggregate the claims over seeds",
+        description="Examples: `sweep --seeds 0-4 --scale full`; `sweep 02 15 --seeds 0,1,2`; "
+        "`sweep --seeds 0-2 --scheduler tcp://host:8786 --param n_seeds=5`. Outputs go to "
+        "_build/sweep/<scale>/seed-<seed>/<chapter>/; the scorecard shows the spread over seeds.",
+    )
+    w.add_argument("chapters", nargs="*", help="chapter ids, numbers or slugs (default: all)")
+    w.add_argument("--seeds", required=True, help="seeds: a range 0-4, a list 0,1,2, or both (0-2,7)")
+    w.add_argument("--scale", type=_scale, default="ci", metavar="{" + ",".join(SCALES) + "}", help="ci or full (default: ci)")
+    w.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT", help="an existing Dask scheduler (default: a LocalCluster)")
+    w.add_argument("--workers", type=_int_at_least(1), default=None, help="LocalCluster workers (default: one per CPU core)")
+    w.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="any further notebook parameter (repeatable)")
+    w.add_argument("--force", action="store_true", help="execute even where the cache holds the task")
+    w.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    k = sub.add_parser("bench", help="re-run just the benchmark cells of chapters (their rows feed the Performance page)")
+    k.add_argument("chapters", nargs="*", help="chapter ids, numbers or slugs (default: all)")
+    k.add_argument("--scale", type=_scale, default="full", metavar="{" + ",".join(SCALES) + "}", help="ci or full (default: full, the rendered one)")
+    k.add_argument("--seed", type=_int_at_least(0, SEED_LIMIT), default=0, help="seed (default: 0)")
     return p
 
 
@@ -175,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         def say(msg: str) -> None:
             print(msg, file=sys.stderr, flush=True)
 
+        t_run = time.perf_counter()
         try:
             records = book.run(chapters, args.scale, args.seed, jobs=jobs, force=args.force, progress=not args.no_progress, say=say)
         except Interrupted as exc:
@@ -184,6 +207,14 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:
             print("python -m icml26 run: interrupted before any chapter started; nothing changed", file=sys.stderr, flush=True)
             return 130
+        from .perf import write_timing
+
+        executed = [r for r in records if r.status != "cached"]
+        what = f"run-{args.scale}" + ("-cached" if records and not executed else "")
+        if len(chapters) == len(book.chapters()):  # whole-book figures for the Performance page
+            write_timing(book, what, scale=args.scale, jobs=jobs, wall_s=round(time.perf_counter() - t_run, 2),
+                         executed=len(executed), cached=len(records) - len(executed),
+                         chapters_s=round(sum(r.wall_s for r in executed), 2))
         width = max((len(r.chapter) for r in records), default=10)
         for r in records:
             how = "(cached: wall time of the run that made it)" if r.status == "cached" else ""
@@ -228,6 +259,46 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         print(report.summary())
         return 0 if report.ok else 1
+    if args.command == "sweep":
+        from . import sweep as sw
+
+        try:
+            chapters = book.select(args.chapters)
+            seeds = sw.parse_seeds(args.seeds)
+            params = sw.parse_params(args.param)
+        except ValueError as exc:
+            _err("sweep", str(exc))
+            return 2
+        try:
+            records = sw.sweep(book, chapters, seeds, args.scale, params=params, scheduler=args.scheduler,
+                               n_workers=args.workers, force=args.force, progress=not args.no_progress)
+        except KeyboardInterrupt:
+            print("python -m icml26 sweep: interrupted: queued and running tasks cancelled; finished tasks kept", file=sys.stderr, flush=True)
+            _exit_now_if_threads_linger(130)
+            return 130
+        except OSError as exc:  # no scheduler at that address, ...
+            _err("sweep", f"{type(exc).__name__}: {exc}")
+            return 1
+        for r in records:
+            print(f"{r.chapter:<22} seed {r.seed:<6} {r.status:<7} {r.wall_s:7.1f} s")
+        failed = [r for r in records if r.status == "failed"]
+        if failed:
+            print(f"\n{len(failed)} task(s) failed:", file=sys.stderr)
+            for r in failed:
+                print(f"  {r.describe_error()}", file=sys.stderr)
+            return 1
+        return 0
+
+    if args.command == "bench":
+        from .perf import run_benchmarks
+
+        try:
+            chapters = book.select(args.chapters)
+        except ValueError as exc:
+            _err("bench", str(exc))
+            return 2
+        results = run_benchmarks(book, chapters, args.scale, args.seed, say=lambda m: print(m, flush=True))
+        return 1 if any(s.startswith("failed") for _, s in results) else 0
     return 2  # pragma: no cover
 
 

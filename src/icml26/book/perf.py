@@ -175,3 +175,39 @@ def benchmark_notebook(nb):
     out = copy.deepcopy(nb)
     out.cells = copy.deepcopy(kept)
     return out
+
+
+def run_benchmarks(book: Book, chapters, scale: str, seed: int, *, say=print) -> list[tuple[str, str]]:
+    """Re-run just the benchmark cells of ``chapters`` (see :func:`benchmark_notebook`).
+
+    Each runs under the chapter's cache key for ``scale`` and ``seed``, so its rows
+    replace the benchmark rows of the chapter's last run. Returns ``(chapter, status)``
+    pairs; a chapter without a Benchmark section is ``"no benchmark"``.
+    """
+    import jupytext
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    from .runner import kernel_manager_with_env
+
+    out = []
+    for ch in chapters:
+        for nb_path in ch.notebooks:
+            nb = benchmark_notebook(jupytext.read(nb_path))
+            if nb is None:
+                out.append((ch.id, "no benchmark"))
+                continue
+            dest = book.build_dir / "bench" / scale / ch.id / f"{nb_path.stem}.ipynb"
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            env = {"ICML26_RESULTS_DIR": str(book.results_dir()), "ICML26_RUN_KEY": book.cache_key(ch, scale, seed), "ICML26_PROGRESS": "line"}
+            t0 = time.perf_counter()
+            try:
+                papermill.execute_notebook(nb, str(dest), parameters={"scale": scale, "seed": seed}, cwd=str(ch.path),
+                                           kernel_name="python3", progress_bar=False, log_output=False,
+                                           kernel_manager_class=kernel_manager_with_env(env))
+                status = f"ok ({time.perf_counter() - t0:.1f} s)"
+            except PapermillExecutionError as exc:
+                status = f"failed: {exc.ename}: {str(exc.evalue).splitlines()[0][:200] if exc.evalue else ''}"
+            say(f"{ch.id}: benchmark {status}")
+            out.append((ch.id, status))
+    return out

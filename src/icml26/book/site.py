@@ -131,10 +131,29 @@ def _note(row: dict) -> str:
     return note
 
 
+def seed_aggregates(book: Book, scale: str) -> tuple[str, dict[str, dict[str, dict]]]:
+    """Claims aggregated over the seeds of stored sweeps: chapter → claim id → :func:`icml26.book.sweep.aggregate`.
+
+    The sweep at the rendered ``scale`` is used when there is one, else a sweep at
+    another scale (the scorecard names which). Claims with a single seed are left out.
+    """
+    from .sweep import aggregate, load_sweep_claims
+
+    for s in [scale] + [x for x in SCALES if x != scale]:
+        claims = load_sweep_claims(book, s)
+        out = {cid: {k: aggregate(rows) for k, rows in by_id.items() if len(rows) > 1} for cid, by_id in claims.items()}
+        out = {cid: v for cid, v in out.items() if v}
+        if out:
+            return s, out
+    return scale, {}
+
+
 def scorecard_markdown(book: Book, scale: str = "full") -> str:
     """The scorecard as MyST markdown: headline over *paper* claims, coverage, one table per kind."""
     records = load_records(book, scale)
     chapters = {c.id: c for c in book.chapters()}
+    sweep_scale, over_seeds = seed_aggregates(book, scale)
+    overall_counts: dict[str, int] = {}
     rows_by_kind: dict[str, list[str]] = {k: [] for k in KIND_TITLE}
     counts: dict[str, dict[str, int]] = {k: {} for k in KIND_TITLE}
     per_chapter: dict[str, dict[str, dict[str, int]]] = {}
@@ -154,12 +173,22 @@ def scorecard_markdown(book: Book, scale: str = "full") -> str:
                 v = r["verdict"]
                 counts[kind][v] = counts[kind].get(v, 0) + 1
                 per_chapter[cid][kind][v] = per_chapter[cid][kind].get(v, 0) + 1
+                agg = over_seeds.get(cid, {}).get(r.get("id"))
+                if agg is not None:
+                    from .sweep import describe
+
+                    seeds_cell = f"`{sweep_scale}`: {describe(agg)} → {VERDICT_MARK.get(agg['overall'], agg['overall'])}"
+                    if kind == "paper":
+                        overall_counts[agg["overall"]] = overall_counts.get(agg["overall"], 0) + 1
+                else:
+                    seeds_cell = "single seed"
                 cells = [
                     link if first[kind] else "",
                     _cell(r["claim"]),
                     _cell(r["paper"]),
                     _cell(r["ours"]),
                     VERDICT_MARK.get(v, v),
+                    _cell(seeds_cell),
                     _cell(_decided(r)),
                     _cell(r.get("stand_in", "")),
                     _cell(_note(r)),
@@ -192,6 +221,20 @@ def scorecard_markdown(book: Book, scale: str = "full") -> str:
         "\"—\" marks an empty cell.",
         "",
     ]
+    if over_seeds:
+        from .sweep import AGGREGATE_RULE
+
+        n_agg = sum(overall_counts.values())
+        head += [
+            f"**Over seeds** (`python -m icml26 sweep` at `{sweep_scale}` scale): {n_agg} of the paper claims have runs at "
+            "several seeds; over those seeds "
+            + ", ".join(f"**{overall_counts.get(w, 0)} {w}**" for w in ("reproduced", "partly reproduced", "not reproduced"))
+            + f". The column *Over seeds* gives our figure's mean ± sd across seeds and each seed's verdict. {AGGREGATE_RULE} "
+            "The chapters themselves show the seed-0 run.",
+            "",
+        ]
+    else:
+        head += ["No sweep over seeds has run yet, so every row is a single seed (`python -m icml26 sweep --seeds 0-2` adds the spread).", ""]
     if mismatched:
         head += [
             "```{warning}",
@@ -218,7 +261,7 @@ def scorecard_markdown(book: Book, scale: str = "full") -> str:
             + f" | {_runtime(book, scale, cid)} |"
         )
     out = "\n".join(head) + "\n### Coverage\n\n" + "\n".join(cov) + "\n"
-    header = "| Chapter | Claim | Paper | This run | Verdict | How it was decided | Stand-in | Note |\n|---|---|---|---|---|---|---|---|"
+    header = "| Chapter | Claim | Paper | This run (seed 0) | Verdict | Over seeds | How it was decided | Stand-in | Note |\n|---|---|---|---|---|---|---|---|---|"
     for kind, title in KIND_TITLE.items():
         out += f"\n### {title}\n\n"
         out += (header + "\n" + "\n".join(rows_by_kind[kind]) + "\n") if rows_by_kind[kind] else "*(none)*\n"
@@ -460,6 +503,7 @@ def stage(book: Book, scale: str = "full", *, strict: bool = False) -> Staged:
 
     staged = Staged(site)
     problems = []
+    sweep_scale, over_seeds = seed_aggregates(book, scale)
     for ch in book.chapters():
         word, why = book.state(scale, ch)
         staged.shown[ch.id] = word
@@ -487,6 +531,10 @@ def stage(book: Book, scale: str = "full", *, strict: bool = False) -> Staged:
                 _banner(nb, "warning", f"The build found problems in this page's outputs:\n\n{items}")
             if word == "stale":
                 _banner(nb, "warning", f"These results are stale: {_cell(why)}.")
+            if ch.id in over_seeds:
+                n_seeds = max(a["n"] for a in over_seeds[ch.id].values())
+                _banner(nb, "note", f"This page shows the seed-0 run. The {_doc_link('scorecard', '../intro')} gives this "
+                        f"chapter's claims over {n_seeds} seeds (`{sweep_scale}` scale): mean ± sd and each seed's verdict.")
             nbformat.write(nb, str(dest / src.name))
         for extra in ch.path.iterdir():  # images and other assets next to the notebook
             if extra.is_file() and extra.suffix.lower() in {".png", ".svg", ".jpg", ".jpeg", ".gif", ".bib"}:
@@ -507,6 +555,11 @@ def stage(book: Book, scale: str = "full", *, strict: bool = False) -> Staged:
     (gen / "scorecard.md").write_text(scorecard_markdown(book, scale))
     (gen / "status.md").write_text(status_markdown(book))
     (gen / "build.md").write_text(build_note(book, scale, staged.shown))
+    from .bench import load as load_bench
+    from .perf import benchmark_figure, performance_markdown
+
+    fig = benchmark_figure(load_bench(book.results_dir(), scale), gen / "perf-benchmarks.png")
+    (gen / "performance.md").write_text(performance_markdown(book, scale, figure=f"_generated/{fig.name}" if fig else None))
     return staged
 
 
