@@ -133,8 +133,8 @@ def progress(iterable: Iterable[T], desc: str = "", *, total: int | None = None,
         print(f"{desc or 'loop'}: {n}{of} done in {time.perf_counter() - t0:.1f} s", flush=True)
 
 
-def check_int(value: Any, name: str, *, low: int = 1) -> int:
-    """``value`` as an int ``>= low``; integral floats such as ``3.0`` are accepted.
+def check_int(value: Any, name: str, *, low: int = 1, integral_floats: bool = False) -> int:
+    """``value`` as an int ``>= low`` (integral floats such as ``3.0`` too, if ``integral_floats``).
 
     Parameters
     ----------
@@ -144,6 +144,8 @@ def check_int(value: Any, name: str, *, low: int = 1) -> int:
         The argument's name, for the message.
     low : int
         Smallest allowed value.
+    integral_floats : bool
+        Accept floats with an integral value (``3.0``); otherwise only integers.
 
     Returns
     -------
@@ -162,7 +164,7 @@ def check_int(value: Any, name: str, *, low: int = 1) -> int:
         raise TypeError(f"{name}={value!r} must be an integer >= {low}, got a bool")
     if isinstance(value, Integral):
         v = int(value)
-    elif isinstance(value, Real) and np.isfinite(float(value)) and float(value).is_integer():
+    elif integral_floats and isinstance(value, Real) and np.isfinite(float(value)) and float(value).is_integer():
         v = int(value)
     elif isinstance(value, Real):
         raise ValueError(f"{name}={value!r} must be an integer >= {low}")

@@ -36,12 +36,12 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 from scipy.special import logsumexp
 
-from ._common import check_random_state
+from ._common import check_int, check_random_state
 
 __all__ = [
     "check_gaussians",
@@ -170,19 +170,7 @@ def _check_beta(beta: float) -> float:
 
 def _check_int(value, name: str, minimum: int = 1) -> int:
     """``value`` as an int >= ``minimum`` (integral floats such as 3.0 are accepted)."""
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name}={value!r} must be an integer >= {minimum}, got a bool")
-    if isinstance(value, Integral):
-        v = int(value)
-    elif isinstance(value, Real) and np.isfinite(value) and float(value).is_integer():
-        v = int(value)
-    elif isinstance(value, Real):
-        raise ValueError(f"{name}={value!r} must be an integer >= {minimum}")
-    else:
-        raise TypeError(f"{name}={value!r} must be an integer >= {minimum}, got {type(value).__name__}")
-    if v < minimum:
-        raise ValueError(f"{name}={value!r} must be an integer >= {minimum}")
-    return v
+    return check_int(value, name, low=minimum, integral_floats=True)
 
 
 def _check_real(value, name: str, *, low: float | None = None, high: float | None = None,

@@ -36,7 +36,7 @@ import torch
 from scipy import signal as sps
 from torch import nn
 
-from ._common import RandomState, check_random_state, seed_from, torch_generator
+from ._common import RandomState, check_int, check_random_state, check_real, seed_from, torch_generator
 from ._common import progress as _progress
 
 __all__ = [
@@ -101,25 +101,12 @@ METHODS: dict[str, dict] = {
 def _real(name: str, value: object, *, lo: float | None = None, hi: float | None = None,
           lo_open: bool = False, hi_open: bool = False) -> float:
     """``value`` as a finite float within the bounds, else a clear ``TypeError``/``ValueError``."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name}={value!r} must be a real number, got {type(value).__name__}")
-    v = float(value)
-    bad = not math.isfinite(v)
-    if lo is not None:
-        bad = bad or (v <= lo if lo_open else v < lo)
-    if hi is not None:
-        bad = bad or (v >= hi if hi_open else v > hi)
-    if bad:
-        interval = f"{'(' if lo_open else '['}{'-inf' if lo is None else f'{lo:g}'}, {'inf' if hi is None else f'{hi:g}'}{')' if hi_open else ']'}"
-        raise ValueError(f"{name}={value!r} is not valid; use a finite number in {interval}")
-    return v
+    return check_real(value, name, lo=lo, hi=hi, lo_open=lo_open, hi_open=hi_open)
 
 
 def _count(name: str, value: object, lo: int = 1) -> int:
-    """``value`` as an int >= ``lo`` (bools refused), else ``ValueError``."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < lo:
-        raise ValueError(f"{name}={value!r} is not valid; use an integer >= {lo}")
-    return int(value)
+    """``value`` as an int >= ``lo`` (bools refused), else ``ValueError``/``TypeError``."""
+    return check_int(value, name, low=lo)
 
 
 def _method(method: object) -> str:

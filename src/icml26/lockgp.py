@@ -47,7 +47,7 @@ from gpytorch.priors import GammaPrior, NormalPrior
 from gpytorch.utils.warnings import NumericalWarning
 from torch import Tensor
 
-from ._common import check_random_state, seed_from
+from ._common import check_int, check_random_state, seed_from
 from ._common import progress as _progress
 
 __all__ = [
@@ -84,19 +84,7 @@ ALPHABET: str = AMINO_ACIDS + "-"
 
 def _check_int(value, name: str, minimum: int = 1) -> int:
     """``value`` as an int >= ``minimum`` (integral floats such as 3.0 are accepted)."""
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name}={value!r} must be an integer >= {minimum}, got a bool")
-    if isinstance(value, Integral):
-        v = int(value)
-    elif isinstance(value, Real) and math.isfinite(value) and float(value).is_integer():
-        v = int(value)
-    elif isinstance(value, Real):
-        raise ValueError(f"{name}={value!r} must be an integer >= {minimum}")
-    else:
-        raise TypeError(f"{name}={value!r} must be an integer >= {minimum}, got {type(value).__name__}")
-    if v < minimum:
-        raise ValueError(f"{name}={value!r} must be an integer >= {minimum}")
-    return v
+    return check_int(value, name, low=minimum, integral_floats=True)
 
 
 def _check_nonneg(value, name: str, *, positive: bool = False) -> float:

@@ -45,7 +45,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from ._common import RandomState, check_random_state
+from ._common import RandomState, check_int, check_random_state
 
 __all__ = [
     "Utility",
@@ -133,11 +133,7 @@ class Utility(Protocol):
 
 
 def _check_int(x, name: str, low: int = 1) -> int:
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
-        raise TypeError(f"{name}={x!r} must be an integer, got {type(x).__name__}")
-    if x < low:
-        raise ValueError(f"{name}={x!r} must be an integer >= {low}")
-    return int(x)
+    return check_int(x, name, low=low)
 
 
 def _check_weights(lam, n: int) -> np.ndarray:

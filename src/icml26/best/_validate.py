@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 
+from .._common import check_int
+
 
 def positive(x, name: str) -> float:
     """``x`` as a float if it is a finite number > 0, else ``TypeError``/``ValueError`` naming it."""
@@ -18,8 +20,4 @@ def positive(x, name: str) -> float:
 
 def count(x, name: str, low: int = 1) -> int:
     """``x`` as an int if it is an integer >= ``low``, else ``TypeError``/``ValueError`` naming it."""
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
-        raise TypeError(f"{name}={x!r} must be an integer >= {low}")
-    if x < low:
-        raise ValueError(f"{name}={x!r} must be >= {low}")
-    return int(x)
+    return check_int(x, name, low=low)

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from .._common import check_int as _check_int
+
 STYLES = (0, 1, 2)  # canonical, seen paraphrase, unseen paraphrase
 
 
@@ -22,10 +24,8 @@ def is_int(x: Any) -> bool:
 
 
 def check_int(x: Any, name: str, *, low: int = 1) -> int:
-    """``x`` as an int ``>= low``, else ``ValueError`` naming it."""
-    if not is_int(x) or x < low:
-        raise ValueError(f"{name}={x!r} must be an integer >= {low}")
-    return int(x)
+    """``x`` as an int ``>= low``, else ``TypeError``/``ValueError`` naming it."""
+    return _check_int(x, name, low=low)
 
 
 def check_real(x: Any, name: str, *, positive: bool = False, allow_none: bool = False) -> float | None:
