@@ -1,0 +1,206 @@
+"""icml26.calib: metrics against hand-computed values, scipy and torchmetrics; the adapter keeps the argmax;
+DDSO's detached stream trains exactly as cross-entropy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from icml26 import calib as C
+
+torchmetrics = pytest.importorskip("torchmetrics")
+from torchmetrics.functional.classification import binary_calibration_error, multiclass_calibration_error  # noqa: E402
+
+
+def dirichlet_probs(n, K, seed, conc=0.5):
+    rng = np.random.default_rng(seed)
+    p = rng.dirichlet(np.full(K, conc), size=n)
+    y = np.array([rng.choice(K, p=row) if rng.random() < 0.7 else rng.integers(K) for row in p])
+    return p, y
+
+
+# ----------------------------------------------------------------------------- hand-computed oracles
+
+
+def test_top_label_ece_by_hand():
+    # confidences 0.9 (right), 0.9 (wrong), 0.6 (right), 0.55 (wrong); 2 bins [0, .5), [.5, 1]
+    p = np.array([[0.9, 0.1], [0.9, 0.1], [0.4, 0.6], [0.55, 0.45]])
+    y = np.array([0, 1, 1, 1])
+    # one bin holds all four: acc 0.5, conf 0.7375 -> 0.2375
+    assert C.top_label_ece(p, y, n_bins=2) == pytest.approx(0.2375)
+    # 10 bins: {0.9, 0.9}: acc .5 conf .9 -> .4 * 2/4; {0.6}: |1 - .6| /4; {0.55}: |0 - .55| / 4
+    assert C.top_label_ece(p, y, n_bins=10) == pytest.approx(0.2 + 0.1 + 0.1375)
+    assert C.top_label_ece(p, y, n_bins=1) == pytest.approx(0.2375)
+
+
+def test_classwise_ece_by_hand():
+    p = np.array([[0.8, 0.2], [0.3, 0.7]])
+    y = np.array([0, 0])
+    # class 0, 1 bin: mean hit 1, mean p 0.55 -> 0.45; class 1: mean hit 0, mean p 0.45 -> 0.45
+    assert C.classwise_ece(p, y, n_bins=1) == pytest.approx(0.45)
+    # 2 bins: class 0: {0.8}: |1-.8|, {0.3}: |1-.3| -> (0.2 + 0.7)/2; class 1 the same -> 0.45
+    assert C.classwise_ece(p, y, n_bins=2) == pytest.approx(0.45)
+
+
+def test_adaptive_ece_by_hand():
+    p = np.array([[0.9, 0.1], [0.8, 0.2], [0.6, 0.4], [0.7, 0.3]])
+    y = np.array([0, 1, 0, 0])
+    # sorted confidences 0.6 (right), 0.7 (right) | 0.8 (wrong), 0.9 (right)
+    assert C.adaptive_ece(p, y, n_bins=2) == pytest.approx((abs(2 - 1.3) + abs(1 - 1.7)) / 4)
+    assert C.adaptive_ece(p, y, n_bins=1) == pytest.approx(abs(3 - 3.0) / 4)
+    assert C.adaptive_ece(p, y, n_bins=10) == pytest.approx(C.top_label_ece(p, y, n_bins=100))  # one point per group
+
+
+def test_perfect_forecast_has_zero_ece():
+    p = np.eye(3)[[0, 1, 2, 1]]
+    y = np.array([0, 1, 2, 1])
+    for f in (C.top_label_ece, C.classwise_ece, C.adaptive_ece):
+        assert f(p, y) == 0.0
+
+
+def test_pit_by_hand_fixed_order():
+    p = np.array([[0.2, 0.3, 0.5]])
+    rng = np.random.default_rng(0)
+    v = np.random.default_rng(0).random(1)
+    u = C.pit_values(p, np.array([1]), class_order="fixed", random_state=rng)
+    assert u[0] == pytest.approx(0.2 + v[0] * 0.3)
+
+
+def test_pit_is_uniform_for_a_calibrated_forecast():
+    rng = np.random.default_rng(3)
+    p = rng.dirichlet(np.ones(5), size=20000)
+    y = np.array([rng.choice(5, p=row) for row in p])  # labels drawn from the forecast itself
+    for order in ("random", "fixed"):
+        u = C.pit_values(p, y, class_order=order, random_state=1)
+        assert C.ks_uniform(u) < 0.015
+    assert C.ks_uniform(C.pit_values(p ** 3 / (p ** 3).sum(1, keepdims=True), y, random_state=1)) > 0.03  # overconfident
+
+
+def test_ks_uniform_matches_scipy():
+    u = np.random.default_rng(0).beta(2, 1, size=500)
+    assert C.ks_uniform(u) == pytest.approx(stats.kstest(u, "uniform").statistic, abs=1e-12)
+    assert C.ks_uniform(np.array([0.5])) == pytest.approx(0.5)
+
+
+def test_pit_histogram_density():
+    dens, edges = C.pit_histogram(np.linspace(0.005, 0.995, 100), n_bins=10)
+    np.testing.assert_allclose(dens, 1.0)
+    assert edges[0] == 0 and edges[-1] == 1
+
+
+# ----------------------------------------------------------------------------- against torchmetrics
+
+
+@pytest.mark.parametrize("K,n,n_bins", [(2, 50, 5), (3, 500, 15), (10, 5000, 15), (10, 2000, 1), (5, 300, 40)])
+def test_top_label_ece_matches_torchmetrics(K, n, n_bins):
+    p, y = dirichlet_probs(n, K, seed=K + n)
+    ref = multiclass_calibration_error(torch.tensor(p, dtype=torch.float64), torch.tensor(y), num_classes=K, n_bins=n_bins, norm="l1")
+    assert C.top_label_ece(p, y, n_bins) == pytest.approx(float(ref), abs=1e-6)
+
+
+@pytest.mark.parametrize("K,n", [(2, 100), (4, 800), (10, 3000)])
+def test_classwise_ece_matches_torchmetrics_binary_per_class(K, n):
+    p, y = dirichlet_probs(n, K, seed=7 * K)
+    pt, yt = torch.tensor(p, dtype=torch.float64), torch.tensor(y)
+    ref = np.mean([float(binary_calibration_error(pt[:, k].contiguous(), (yt == k).long(), n_bins=15)) for k in range(K)])
+    assert C.classwise_ece(p, y) == pytest.approx(ref, abs=1e-6)
+
+
+def test_confidence_of_exactly_one_goes_to_the_last_bin():
+    # torchmetrics gives c = 1 a bin of its own; we keep it in [14/15, 1] (stated in the docstring)
+    p = np.array([[1.0, 0.0], [0.94, 0.06]])
+    y = np.array([1, 0])
+    assert C.top_label_ece(p, y, n_bins=15) == pytest.approx(abs(1 - 1.94) / 2)
+
+
+# ----------------------------------------------------------------------------- methods
+
+
+@pytest.fixture(scope="module")
+def iris():
+    return C.load_calibration_split("iris", random_state=0)
+
+
+def test_split_sizes_and_standardisation(iris):
+    assert len(iris.y_train) == 90 and len(iris.y_cal) == 30 and len(iris.y_test) == 30
+    np.testing.assert_allclose(iris.X_train.mean(0), 0, atol=1e-5)
+    noisy = C.load_calibration_split("noisy", random_state=1)
+    assert noisy.n_classes == 10 and noisy.X_train.shape == (1200, 20)
+    again = C.load_calibration_split("noisy", random_state=1)
+    np.testing.assert_array_equal(noisy.X_test, again.X_test)
+
+
+def test_adapter_keeps_the_argmax():
+    torch.manual_seed(0)
+    z = torch.randn(2000, 7) * 5
+    ad = C.MonotoneAdapter()
+    with torch.no_grad():
+        ad.omega0.fill_(-2.0)
+        ad.omega.copy_(torch.tensor([3.0, -1.0, 2.0, 0.5]))
+        out = ad(z)
+    assert torch.equal(out.argmax(1), z.argmax(1))
+    # and the full order of the logits in every row
+    assert torch.equal(out.argsort(1), z.argsort(1))
+
+
+def test_fitted_adapter_keeps_accuracy(iris):
+    ce = C.fit_mlp(iris, epochs=20, random_state=0)
+    ad = C.fit_adapter(ce.mlp.logits(iris.X_cal), iris.y_cal, steps=50, random_state=0)
+    p0 = ce.predict_probs(iris.X_test)
+    p1 = C.Trained(ce.mlp, adapter=ad).predict_probs(iris.X_test)
+    np.testing.assert_array_equal(p0.argmax(1), p1.argmax(1))
+
+
+def test_adapter_with_only_the_linear_part_is_temperature_scaling():
+    z = torch.randn(50, 4)
+    ad = C.MonotoneAdapter()
+    with torch.no_grad():
+        ad.omega.fill_(-60.0)  # softplus ~ 0
+        ad.omega0.fill_(float(np.log(np.expm1(0.5))))  # t = 0.5, T = 2
+        got = torch.softmax(ad(z), 1)
+    torch.testing.assert_close(got, torch.softmax(z / 2, 1))
+    assert ad.temperature == pytest.approx(2.0)
+
+
+def test_ddso_stream_one_trains_exactly_as_cross_entropy(iris):
+    ce = C.fit_mlp(iris, epochs=15, random_state=3)
+    dd = C.fit_ddso(iris, epochs=15, random_state=3)
+    for a, b in zip(ce.mlp.module.parameters(), dd.mlp.module.parameters()):
+        assert torch.equal(a, b)
+    naive = C.fit_ddso(iris, detach=False, epochs=15, random_state=3)
+    assert not all(torch.equal(a, b) for a, b in zip(ce.mlp.module.parameters(), naive.mlp.module.parameters()))
+
+
+def test_temperature_scaling_recovers_a_known_temperature():
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(4000, 5)) * 3
+    p = np.exp(z / 2.5)
+    p /= p.sum(1, keepdims=True)
+    y = np.array([rng.choice(5, p=row) for row in p])
+    assert C.fit_temperature(z, y) == pytest.approx(2.5, rel=0.1)
+
+
+def test_pit_loss_prefers_a_calibrated_forecast():
+    g = torch.Generator().manual_seed(0)
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(3000, 4)) * 2
+    p = np.exp(z) / np.exp(z).sum(1, keepdims=True)
+    y = torch.tensor([rng.choice(4, p=row) for row in p])
+    cal = C.pit_loss(torch.tensor(p), y, alpha=0.0, generator=g)
+    sharp = torch.softmax(torch.tensor(z) * 4, 1)
+    assert float(C.pit_loss(sharp, y, alpha=0.0, generator=g)) > 3 * float(cal)
+
+
+def test_focal_loss_with_gamma_zero_is_cross_entropy():
+    z = torch.randn(20, 3)
+    y = torch.randint(0, 3, (20,))
+    torch.testing.assert_close(C.focal_loss(z, y, gamma=0.0), torch.nn.functional.cross_entropy(z, y))
+
+
+def test_calibration_report_keys_and_determinism(iris):
+    p, y = dirichlet_probs(200, 3, seed=0)
+    a = C.calibration_report(p, y, random_state=0)
+    assert set(a) == {"accuracy", "nll", "ece", "cw_ece", "ada_ece", "pit_ks"}
+    assert a == C.calibration_report(p, y, random_state=0)

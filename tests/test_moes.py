@@ -1,0 +1,176 @@
+"""Oracle tests of icml26.moes: MMFF forces, torsion noise, the sentinel's bisection, equivariance."""
+
+import numpy as np
+import pytest
+import torch
+
+from icml26 import moes
+
+
+@pytest.fixture(scope="module")
+def mols():
+    return moes.prepare_molecules(["CCCCO", "CC(=O)NCc1ccccc1", "CC(C)(C)C(C)(C)C", "c1ccccc1"], random_state=0)
+
+
+def test_stored_list_is_verified_and_fits_the_brief():
+    tab = moes.load_molecule_list()
+    assert len(tab) == 150 and tab.name.is_unique and tab.smiles.is_unique
+    assert set(tab["class"]) == {"alkane", "alcohol", "amine", "ether", "aromatic", "amide"}
+    batch = moes.parse_smiles(list(tab.smiles), list(tab.name))
+    assert not batch.invalid and max(m.GetNumHeavyAtoms() for m in batch.mols) <= 12
+
+
+def test_changed_file_fails_the_checksum(tmp_path):
+    src = moes.DATA_DIR / moes.MOLECULES_FILE
+    bad = tmp_path / "m.tsv"
+    bad.write_bytes(src.read_bytes() + b"x\tamine\tCN\n")
+    with pytest.raises(ValueError, match="SHA-256"):
+        moes.load_molecule_list(bad, sha256=moes.MOLECULES_SHA256)
+    assert len(moes.load_molecule_list(bad)) == 151  # no checksum asked for a user file
+
+
+def test_forces_are_minus_the_gradient_by_finite_differences(mols):
+    rng = np.random.default_rng(0)
+    for m in mols:
+        x = m.x0 + 0.05 * rng.standard_normal(m.x0.shape)
+        f = moes.mmff_forces(m, x)
+        h = 1e-5
+        fd = np.zeros_like(x)
+        for a in range(m.n_atoms):
+            for c in range(3):
+                xp, xm = x.copy(), x.copy()
+                xp[a, c] += h
+                xm[a, c] -= h
+                fd[a, c] = -(moes.mmff_energy(m, xp) - moes.mmff_energy(m, xm)) / (2 * h)
+        assert np.abs(f - fd).max() < 1e-4 * max(1.0, np.abs(f).max()), m.name
+
+
+def test_minimum_has_small_forces(mols):
+    for m in mols:
+        assert np.abs(moes.mmff_forces(m, m.x0)).max() < 0.05, m.name
+
+
+def test_torsion_noise_keeps_bond_lengths_and_changes_dihedrals(mols):
+    for m in mols:
+        x = moes.torsion_noise(m, 1.0, random_state=3)
+        d0 = np.linalg.norm(m.x0[m.bonds[:, 0]] - m.x0[m.bonds[:, 1]], axis=1)
+        d1 = np.linalg.norm(x[m.bonds[:, 0]] - x[m.bonds[:, 1]], axis=1)
+        assert np.abs(d0 - d1).max() < 1e-9, m.name
+        if m.torsions:
+            assert np.abs(x - m.x0).max() > 0.1
+        else:
+            assert np.allclose(x, m.x0)
+
+
+def test_apply_torsions_sets_the_dihedral_change(mols):
+    from rdkit.Chem import rdMolTransforms as T
+
+    m = mols[0]  # butanol: a C-C-C-C torsion
+    j, k, side = m.torsions[0]
+    i = next(n.GetIdx() for n in m.mol.GetAtomWithIdx(j).GetNeighbors() if n.GetIdx() != k and n.GetAtomicNum() > 1)
+    l = next(n.GetIdx() for n in m.mol.GetAtomWithIdx(k).GetNeighbors() if n.GetIdx() != j and n.GetAtomicNum() > 1)
+    angles = np.zeros(len(m.torsions))
+    angles[0] = 0.7
+    x = moes.apply_torsions(m, m.x0, angles)
+
+    def dihedral(coords):
+        conf = m.mol.GetConformer()
+        for a, p in enumerate(coords):
+            conf.SetAtomPosition(a, p.tolist())
+        return T.GetDihedralRad(conf, i, j, k, l)
+
+    change = (dihedral(x) - dihedral(m.x0) + np.pi) % (2 * np.pi) - np.pi
+    assert abs(abs(change) - 0.7) < 1e-8
+
+
+def test_bisection_hits_its_energy_target(mols):
+    for m in mols:
+        r = moes.sentinel_scale(m, 3.0, tol=0.05, random_state=1)
+        if not m.torsions:
+            assert r.status == "no torsions"
+            continue
+        if r.status == "capped":
+            assert r.rise < 3.0 and r.scale == 2.0
+            continue
+        assert r.status == "hit" and abs(r.rise - 3.0) <= 0.05, (m.name, r)
+        # the same draws at the returned scale reproduce the rise
+        again = moes.sentinel_scale(m, 3.0, tol=0.05, random_state=1)
+        assert again.scale == r.scale
+
+
+def test_sentinel_is_stiffer_on_the_amide_than_frad():
+    m = moes.prepare_molecule("CC(=O)NC", "N-methylacetamide", random_state=0)
+    sc = moes.NoiseScheme("sentinel", target=2.0)
+    scales, res = sc.scales([m], random_state=0)
+    assert res[0].status == "hit" and scales[0] < 2.0
+
+
+def test_coordinate_noise_statistics():
+    x = np.zeros((2000, 3))
+    xt, eps = moes.coordinate_noise(x, 0.04, random_state=0)
+    assert np.allclose(xt, 0.04 * eps)
+    assert abs(eps.std() - 1) < 0.03
+
+
+@pytest.mark.parametrize("k", range(3))
+def test_forcenet_is_equivariant(mols, k):
+    rng = np.random.default_rng(k)
+    net = moes.ForceNet(channels=16, layers=2, n_rbf=8, random_state=k)
+    from scipy.spatial.transform import Rotation
+
+    R = Rotation.random(random_state=k).as_matrix()
+    t = rng.normal(size=3) * 5
+    xs = [m.x0 + 0.05 * rng.standard_normal(m.x0.shape) for m in mols]
+    f, s = moes.predict_forces(net, mols, xs)
+    f2, s2 = moes.predict_forces(net, mols, [x @ R.T + t for x in xs])
+    for a, b in zip(f, f2):
+        assert np.abs(a @ R.T - b).max() < 1e-4 * max(1.0, np.abs(a).max())
+        assert np.abs(a.sum(0)).max() < 1e-4  # no net force
+    assert np.allclose(s, s2, atol=1e-4)
+
+
+def test_bad_smiles_are_named_and_the_rest_kept():
+    with pytest.raises(moes.InvalidSmilesError, match="not-a-smiles") as info:
+        moes.parse_smiles(["CCO", "not-a-smiles", "CC"], ["ethanol", "junk", "ethane"])
+    assert info.value.batch.names == ["ethanol", "ethane"]
+    kept = moes.parse_smiles(["CCO", "C1CC", "CC"], errors="keep")
+    assert kept.names == ["CCO", "CC"] and kept.invalid == [(1, "C1CC", "C1CC")]
+
+
+def test_molecule_that_fails_to_embed_is_named():
+    with pytest.raises(ValueError, match="cyclopropyne.*could not be embedded"):
+        moes.prepare_molecule("C1#CC1", "cyclopropyne")
+
+
+def test_pretraining_reduces_the_denoising_loss_and_is_reproducible(mols):
+    kw = dict(channels=16, layers=2, n_rbf=8)
+    a = moes.pretrain_denoise(mols, moes.NoiseScheme("sentinel", refresh_every=20), steps=60, batch_size=4, model_kw=kw, random_state=0)
+    b = moes.pretrain_denoise(mols, moes.NoiseScheme("sentinel", refresh_every=20), steps=60, batch_size=4, model_kw=kw, random_state=0)
+    assert np.array_equal(a.losses, b.losses)
+    assert len(a.scales) == 3
+    assert a.losses[-20:].mean() < a.losses[:5].mean()
+
+
+def test_force_metrics_oracle():
+    rng = np.random.default_rng(0)
+    F = [rng.normal(size=(5, 3)) for _ in range(4)]
+    m = moes.force_metrics([0.5 * f for f in F], F)
+    assert abs(m["cosine"] - 1) < 1e-12 and m["scaled_mae"] < 1e-12 and abs(m["scale"] - 2) < 1e-12
+    m = moes.force_metrics([-f for f in F], F)
+    assert abs(m["cosine"] + 1) < 1e-12
+
+
+def test_gasteiger_dipole_is_invariant_and_zero_for_benzene(mols):
+    from scipy.spatial.transform import Rotation
+
+    m = mols[0]
+    R = Rotation.random(random_state=0).as_matrix()
+    assert abs(moes.gasteiger_dipole(m) - moes.gasteiger_dipole(m, m.x0 @ R.T + 3.0)) < 1e-9
+    assert moes.gasteiger_dipole(mols[3]) < 1e-3
+
+
+def test_finetune_fits_its_labels(mols):
+    y = np.array([moes.gasteiger_dipole(m) for m in mols])
+    net = moes.finetune_property(mols, y, steps=150, batch_size=4, model_kw=dict(channels=16, layers=2, n_rbf=8), random_state=0)
+    assert np.abs(moes.predict_property(net, mols) - y).mean() < 0.5 * np.abs(y - y.mean()).mean()
+    torch.manual_seed(0)
