@@ -15,7 +15,10 @@ chapter                   module
 08 CLGN                   :mod:`icml26.lut` (DWN exact: ``encoding``, ``efd``,
                           ``layers``, ``bits``, ``resources``; CLGN reconstructed:
                           ``clgn``)
+14 MOES-Pred              :mod:`icml26.moes` (reconstructed: energy-sentinel noise,
+                          RDKit/MMFF94, a small equivariant network)
 15 PASV                   :mod:`icml26.pasv`
+17 mPAIC / DDSO           :mod:`icml26.calib` (calibration metrics; DDSO reconstructed)
 19 BEST                   :mod:`icml26.best` (``metric``, ``harness``, ``tasks``,
                           ``programs``, ``scoring``)
 ========================  ==========================================================
