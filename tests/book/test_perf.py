@@ -5,6 +5,7 @@ from icml26.book import bench, perf
 
 def test_performance_page_from_records(toy, monkeypatch, tmp_path):
     monkeypatch.setenv("ICML26_RESULTS_DIR", str(toy.results_dir()))
+    monkeypatch.setenv("ICML26_RUN_KEY", "k")  # as under the runner: rows go to the folder the page reads
     for n, (ours, ref) in {10: (1e-4, 4e-4), 100: (1e-3, 8e-3)}.items():
         bench.record("01-toy", "step", {"size": n, "ours_s": ours, "reference_s": ref}, reference_name="POT", scale="full", seed=0)
     perf.write_timing(toy, "run-full", wall_s=300.0, jobs=2, executed=8, cached=0, chapters_s=560.0)

@@ -100,7 +100,11 @@ def test_fold_parameters_replaces_the_injected_cell_by_a_caption():
 # --------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    import conftest
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_toy_conftest", Path(__file__).resolve().parents[1] / "conftest.py")
+    conftest = importlib.util.module_from_spec(spec)  # the toy book's sources (not another folder's conftest)
+    spec.loader.exec_module(conftest)
 
     from icml26.book.runner import Book
 
