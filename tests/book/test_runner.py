@@ -169,7 +169,10 @@ def test_sigint_stops_at_once_kills_kernels_cancels_queue_and_keeps_results(toy)
     pidfile = toy.root / "kernel.pid"
     env = dict(os.environ, ICML26_TEST_PIDFILE=str(pidfile), PYTHONWARNINGS="ignore")
     cmd = [sys.executable, "-m", "icml26", "--root", str(toy.root), "run", "01", "02", "--scale", "ci", "--no-progress", "--jobs", "1"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    # pytest-xdist workers ignore SIGINT, and a child inherits that: give the run the default
+    # disposition a terminal gives it, so that Python turns Ctrl-C into KeyboardInterrupt
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.time() + 120
         while not pidfile.exists() or not pidfile.read_text():
