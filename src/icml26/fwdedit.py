@@ -1,0 +1,744 @@
+"""Locate-then-edit parameter editing: OneLayer (ROME-style), MEMIT (with and without the
+division of the residual) and forward replay (FE).
+
+All four methods edit the MLP output projections of chosen layers and share two pieces:
+the key covariance :func:`key_covariance` and the least-squares layer update
+:func:`layer_update` (``ΔW = R Kᵀ (K Kᵀ + λ C)⁻¹``). They differ only in how the per-layer
+targets are built:
+
+* OneLayer: anchor ``z`` optimised at the edited layer, residual ``z − h``;
+* MEMIT: anchor at the last edited layer ``l_L``; for layer ``l_i`` the residual
+  ``(z − h_{l_L}) / (L − i + 1)`` (current model), "spread backwards";
+* MEMIT without the division: residual ``z − h_{l_L}``;
+* FE: anchor at the *first* edited layer; targets of later layers read off by one
+  forward pass of the clean model with ``h_{l_1} := z``; residual ``z_{l_i} − h_{l_i}``.
+
+Every analysis takes a Hugging Face causal LM and its tokenizer (GPT-2 ``Conv1D``
+``mlp.c_proj`` or Llama-style ``mlp.down_proj`` linear layers).
+
+References
+----------
+Liu, Liu, Deng, Teh and Lee, "From Backward Spreading to Forward Replay: Revisiting Target
+Construction in LLM Parameter Editing", ICML 2026, arXiv:2605.00358; code
+https://github.com/jugechengzi/FE. Meng et al., "Mass-Editing Memory in a Transformer"
+(MEMIT), ICLR 2023; Meng et al., "Locating and Editing Factual Associations in GPT"
+(ROME), NeurIPS 2022.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from icml26._common import RandomState, check_int, check_real, torch_generator
+
+METHODS = ("onelayer", "memit", "memit_nodiv", "fe")
+
+
+# --------------------------------------------------------------------------- model access
+def mlp_projections(model) -> list[torch.nn.Module]:
+    """The MLP output projection of every block (GPT-2 ``mlp.c_proj``, Llama ``mlp.down_proj``).
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        A causal LM.
+
+    Returns
+    -------
+    list of torch.nn.Module
+
+    References
+    ----------
+    Meng et al. (2023), MEMIT: the edited weights are the MLP output projections.
+    """
+    blocks = _blocks(model)
+    out = []
+    for i, b in enumerate(blocks):
+        mlp = getattr(b, "mlp", None)
+        proj = getattr(mlp, "c_proj", None) or getattr(mlp, "down_proj", None)
+        if proj is None:
+            raise ValueError(f"block {i} of {type(model).__name__} has no mlp.c_proj or mlp.down_proj to edit")
+        out.append(proj)
+    return out
+
+
+def _blocks(model):
+    for path in ("transformer.h", "model.layers", "gpt_neox.layers"):
+        obj = model
+        for part in path.split("."):
+            obj = getattr(obj, part, None)
+            if obj is None:
+                break
+        if obj is not None:
+            return list(obj)
+    raise ValueError(f"model {type(model).__name__} has no transformer.h / model.layers blocks (a causal LM is expected)")
+
+
+def _check_layers(model, layers) -> list[int]:
+    n = len(_blocks(model))
+    if isinstance(layers, (int, np.integer)):
+        layers = [int(layers)]
+    layers = [check_int(l, "layer", low=0) for l in layers]
+    bad = [l for l in layers if l >= n]
+    if bad:
+        raise ValueError(f"layer index {bad[0]} is out of range: the model has {n} blocks (0..{n - 1})")
+    if not layers or sorted(set(layers)) != layers:
+        raise ValueError(f"layers={layers} must be a non-empty strictly increasing list")
+    return layers
+
+
+def _target_id(tok, word: str) -> int:
+    ids = tok.encode(" " + word, add_special_tokens=False)
+    if not ids or (tok.unk_token_id is not None and tok.unk_token_id in ids):
+        raise ValueError(f"target {word!r} is not in the tokenizer's vocabulary")
+    return int(ids[0])
+
+
+def _prompt_ids(tok, text: str, subject: str | None = None) -> tuple[list[int], int]:
+    """Token ids of ``text`` and the index of the last subject token (last token if no subject)."""
+    ids = tok(text)["input_ids"]
+    unk = tok.unk_token_id
+    if subject is not None:
+        k = text.find(subject)
+        if k < 0:
+            raise ValueError(f"subject {subject!r} does not occur in {text!r}")
+        pre = tok(text[: k + len(subject)])["input_ids"]
+        if unk is not None and unk in tok.encode(subject, add_special_tokens=False):
+            raise ValueError(f"subject {subject!r} is not in the tokenizer's vocabulary")
+        return ids, len(pre) - 1
+    return ids, len(ids) - 1
+
+
+def _batch(tok, seqs: list[list[int]]):
+    L = max(len(s) for s in seqs)
+    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+    ids = torch.full((len(seqs), L), pad, dtype=torch.long)  # (B, L)
+    mask = torch.zeros((len(seqs), L), dtype=torch.long)  # (B, L)
+    for r, s in enumerate(seqs):
+        ids[r, : len(s)] = torch.tensor(s)
+        mask[r, : len(s)] = 1
+    return ids, mask
+
+
+class _Hook:
+    """Read the input of a projection / the output of a block, or add a vector to it."""
+
+    def __init__(self, module, kind: str, rows=None, cols=None, add=None, replace=None):
+        self.kind, self.rows, self.cols, self.add, self.replace, self.value = kind, rows, cols, add, replace, None
+        if kind == "input":
+            self.h = module.register_forward_pre_hook(self._pre)
+        else:
+            self.h = module.register_forward_hook(self._post)
+
+    def _pre(self, mod, args):
+        x = args[0]  # (B, L, d_k)
+        self.value = x[self.rows, self.cols]
+
+    def _post(self, mod, args, out):
+        hs = out[0] if isinstance(out, tuple) else out  # (B, L, d)
+        if self.add is not None or self.replace is not None:
+            hs = hs.clone()
+            if self.replace is not None:
+                hs[self.rows, self.cols] = self.replace
+            else:
+                hs[self.rows, self.cols] = hs[self.rows, self.cols] + self.add
+        self.value = hs[self.rows, self.cols]
+        if isinstance(out, tuple):
+            return (hs,) + tuple(out[1:])
+        return hs
+
+    def remove(self):
+        self.h.remove()
+
+
+def _run(model, tok, seqs, positions, hooks_spec):
+    """Forward ``seqs``; ``hooks_spec`` is a list of (module, kind, add, replace); returns (logits, values)."""
+    ids, mask = _batch(tok, seqs)
+    rows = torch.arange(len(seqs))
+    cols = torch.tensor(positions)
+    hooks = [_Hook(m, k, rows, cols, add=a, replace=r) for m, k, a, r in hooks_spec]
+    try:
+        logits = model(input_ids=ids, attention_mask=mask).logits  # (B, L, V)
+    finally:
+        for h in hooks:
+            h.remove()
+    return logits, [h.value for h in hooks]
+
+
+# --------------------------------------------------------------------------- shared algebra
+def key_covariance(keys: torch.Tensor) -> torch.Tensor:
+    """Uncentred second moment of keys, ``C = (1/n) Σ k kᵀ``.
+
+    Parameters
+    ----------
+    keys : torch.Tensor, shape (n, d_k)
+        Keys (inputs of the edited projection) over generic text.
+
+    Returns
+    -------
+    torch.Tensor, shape (d_k, d_k)
+
+    References
+    ----------
+    Meng et al. (2023), MEMIT, eq. (11): ``C_0 = λ E[k kᵀ]``.
+    """
+    if not isinstance(keys, torch.Tensor) or keys.ndim != 2 or keys.shape[0] < 1:
+        raise ValueError(f"keys must be a (n, d_k) tensor with n >= 1, got {getattr(keys, 'shape', type(keys))}")
+    if not torch.isfinite(keys).all():
+        raise ValueError("keys contain NaN or inf")
+    k = keys.double()
+    return (k.T @ k / k.shape[0]).to(keys.dtype)
+
+
+def layer_update(keys: torch.Tensor, residuals: torch.Tensor, cov: torch.Tensor, lam: float, ridge: float = 0.0) -> torch.Tensor:
+    """The least-squares layer update ``ΔW = R Kᵀ (K Kᵀ + λ C + α I)⁻¹``.
+
+    Parameters
+    ----------
+    keys : torch.Tensor, shape (n, d_k)
+        Keys of the edited requests (rows).
+    residuals : torch.Tensor, shape (n, d)
+        Wanted change of the projection's output for each key.
+    cov : torch.Tensor, shape (d_k, d_k)
+        Key covariance of preserved text (:func:`key_covariance`).
+    lam : float
+        Weight ``λ >= 0`` of the preservation term.
+    ridge : float
+        ``α >= 0`` added to the diagonal.
+
+    Returns
+    -------
+    torch.Tensor, shape (d, d_k)
+        ``ΔW`` acting as ``out = W k``; for ``λ = α = 0`` and one key, ``ΔW k = r`` exactly.
+
+    References
+    ----------
+    Meng et al. (2023), MEMIT, eq. (14); Liu et al. (2026), FE, the closed form of Sec. 3.
+    """
+    if keys.ndim != 2 or residuals.ndim != 2 or keys.shape[0] != residuals.shape[0]:
+        raise ValueError(f"keys {tuple(keys.shape)} and residuals {tuple(residuals.shape)} must be (n, d_k) and (n, d)")
+    if cov.shape != (keys.shape[1], keys.shape[1]):
+        raise ValueError(f"cov has shape {tuple(cov.shape)}, expected ({keys.shape[1]}, {keys.shape[1]})")
+    lam = check_real(lam, "lam", lo=0.0)
+    ridge = check_real(ridge, "ridge", lo=0.0)
+    K = keys.double().T  # (d_k, n)
+    R = residuals.double().T  # (d, n)
+    A = K @ K.T + lam * cov.double() + ridge * torch.eye(K.shape[0], dtype=torch.float64)  # (d_k, d_k)
+    if lam == 0 and ridge == 0:
+        dW = R @ torch.linalg.pinv(K)  # minimum-norm exact solution of ΔW K = R
+    else:
+        dW = torch.linalg.solve(A, K @ R.T).T  # A symmetric: (A⁻¹ K Rᵀ)ᵀ = R Kᵀ A⁻¹
+    return dW.to(keys.dtype)
+
+
+def _apply(proj, dW: torch.Tensor) -> None:
+    with torch.no_grad():
+        w = proj.weight
+        if w.shape == dW.T.shape and type(proj).__name__ == "Conv1D":  # GPT-2: out = x @ W, W (d_k, d)
+            w += dW.T.to(w.dtype)
+        elif w.shape == dW.shape:  # nn.Linear: W (d, d_k)
+            w += dW.to(w.dtype)
+        else:
+            raise ValueError(f"update of shape {tuple(dW.shape)} does not fit weight {tuple(w.shape)}")
+
+
+# --------------------------------------------------------------------------- keys, covariance, anchors
+@torch.no_grad()
+def collect_keys(model, tok, layer: int, texts: Sequence[str], max_tokens: int = 4096) -> torch.Tensor:
+    """Keys (inputs of layer ``layer``'s MLP projection) at every token of ``texts``.
+
+    Parameters
+    ----------
+    model, tok : causal LM and its tokenizer
+    layer : int
+        Block index.
+    texts : sequence of str
+        Generic text (the preserved distribution).
+    max_tokens : int
+        At most this many keys are returned (first ones).
+
+    Returns
+    -------
+    torch.Tensor, shape (n, d_k)
+
+    References
+    ----------
+    Meng et al. (2023), MEMIT, Sec. 4.3 (second moment over Wikipedia text).
+    """
+    layer = _check_layers(model, [layer])[0]
+    max_tokens = check_int(max_tokens, "max_tokens", low=1)
+    if isinstance(texts, str) or not texts:
+        raise ValueError("texts must be a non-empty list of strings")
+    proj = mlp_projections(model)[layer]
+    out, n = [], 0
+    for i in range(0, len(texts), 64):
+        seqs = [tok(t)["input_ids"] for t in texts[i : i + 64]]
+        ids, mask = _batch(tok, seqs)
+        store = {}
+        h = proj.register_forward_pre_hook(lambda m, a, store=store: store.__setitem__("k", a[0]))
+        try:
+            model(input_ids=ids, attention_mask=mask)
+        finally:
+            h.remove()
+        out.append(store["k"][mask.bool()])  # (tokens, d_k)
+        n += out[-1].shape[0]
+        if n >= max_tokens:
+            break
+    return torch.cat(out)[:max_tokens]
+
+
+@dataclass
+class EditConfig:
+    """Settings of the anchor optimisation and the closed form.
+
+    Parameters
+    ----------
+    lam : float
+        Preservation weight λ of :func:`layer_update`.
+    clamp : float
+        ‖δ‖ ≤ clamp · ‖h‖ (clamp_norm_factor).
+    steps : int
+        Adam steps of the anchor.
+    lr : float
+        Adam learning rate (v_lr).
+    kl_weight : float
+        Weight of the essence KL term.
+    weight_decay : float
+        Weight of ‖δ‖ / ‖h‖².
+    prefixes : tuple of str
+        Context prefixes prepended to the edit prompt (keys are averaged over them).
+    essence : str
+        Essence prompt template (``"{}"`` = subject) for the KL term.
+
+    References
+    ----------
+    Liu et al. (2026), FE code ``compute_z`` / ``precompute_z``; MEMIT hyper-parameters.
+    """
+
+    lam: float = 10.0
+    clamp: float = 2.0
+    steps: int = 20
+    lr: float = 0.5
+    kl_weight: float = 0.0625
+    weight_decay: float = 0.5
+    prefixes: tuple[str, ...] = ()
+    essence: str = "{}"
+
+
+def _requests(requests) -> list[dict]:
+    out = []
+    if isinstance(requests, Mapping):
+        requests = [requests]
+    for i, r in enumerate(requests):
+        r = dict(r) if isinstance(r, Mapping) else dict(getattr(r, "request", None) or {})
+        for k in ("prompt", "subject", "target_new"):
+            if k not in r:
+                raise ValueError(f"request {i} lacks {k!r} (needs prompt with '{{}}', subject, target_new)")
+        if "{}" not in r["prompt"]:
+            raise ValueError(f"request {i}: prompt {r['prompt']!r} has no '{{}}' for the subject")
+        out.append(r)
+    if not out:
+        raise ValueError("requests is empty")
+    return out
+
+
+def _contexts(tok, r, prefixes):
+    """(seqs, subject positions, answer positions) of the prompt behind each prefix (and bare)."""
+    seqs, spos = [], []
+    for pre in ("",) + tuple(prefixes):
+        text = (pre + " " if pre else "") + r["prompt"].format(r["subject"])
+        ids, p = _prompt_ids(tok, text, r["subject"])
+        seqs.append(ids)
+        spos.append(p)
+    return seqs, spos
+
+
+def optimise_anchor(model, tok, request, layer: int, cfg: EditConfig, random_state: RandomState = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Optimise ``δ`` added to block ``layer``'s output at the last subject token.
+
+    Minimises ``−mean_j log P(o* | prefix_j ⊕ prompt; h + δ) + β_KL KL(essence) +
+    β_wd ‖δ‖/‖h‖²`` with Adam, ``‖δ‖ ≤ clamp ‖h‖``, early stop at loss < 0.05.
+
+    Parameters
+    ----------
+    model, tok : causal LM and tokenizer
+    request : dict
+        ``prompt`` (with ``"{}"``), ``subject``, ``target_new``.
+    layer : int
+        Anchor layer.
+    cfg : EditConfig
+    random_state : unused (deterministic); kept for a uniform signature.
+
+    Returns
+    -------
+    z : torch.Tensor, shape (d,)
+        The anchor ``h + δ`` at the bare prompt.
+    h : torch.Tensor, shape (d,)
+        The unedited hidden state there.
+
+    References
+    ----------
+    Meng et al. (2022), ROME ``compute_v``; Liu et al. (2026), FE ``compute_z``.
+    """
+    r = _requests([request])[0]
+    layer = _check_layers(model, [layer])[0]
+    block = _blocks(model)[layer]
+    tgt = _target_id(tok, r["target_new"])
+    seqs, spos = _contexts(tok, r, cfg.prefixes)
+    last = [len(s) - 1 for s in seqs]
+    ess_ids, ess_pos = _prompt_ids(tok, cfg.essence.format(r["subject"]), r["subject"])
+    allseqs, allpos = seqs + [ess_ids], spos + [ess_pos]
+    with torch.no_grad():
+        logits0, (h0,) = _run(model, tok, allseqs, allpos, [(block, "output", None, None)])
+        p0 = torch.log_softmax(logits0[-1, len(ess_ids) - 1], -1)  # (V,)
+    h = h0[0].detach()  # (d,) bare prompt
+    hn = float(h.norm())
+    delta = torch.zeros_like(h, requires_grad=True)
+    opt = torch.optim.Adam([delta], lr=cfg.lr)
+    for p in model.parameters():
+        p.requires_grad_(False)
+    try:
+        for _ in range(cfg.steps):
+            logits, _ = _run(model, tok, allseqs, allpos, [(block, "output", delta.expand(len(allseqs), -1), None)])
+            lp = torch.log_softmax(logits[torch.arange(len(seqs)), torch.tensor(last)], -1)  # (P, V)
+            nll = -lp[:, tgt].mean()
+            pe = torch.log_softmax(logits[-1, len(ess_ids) - 1], -1)
+            kl = torch.sum(p0.exp() * (p0 - pe))
+            loss = nll + cfg.kl_weight * kl + cfg.weight_decay * delta.norm() / hn**2
+            if float(nll.detach()) < 0.05:
+                break
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            with torch.no_grad():
+                lim = cfg.clamp * hn
+                if delta.norm() > lim:
+                    delta.mul_(lim / delta.norm())
+    finally:
+        for p in model.parameters():
+            p.requires_grad_(True)
+    return (h + delta).detach(), h
+
+
+def _keys_and_hidden(model, tok, r, layer, prefixes, read_layer):
+    """Mean key at ``layer`` over contexts, and the hidden state of ``read_layer`` at the bare prompt."""
+    seqs, spos = _contexts(tok, r, prefixes)
+    with torch.no_grad():
+        _, (k, hh) = _run(model, tok, seqs, spos, [(mlp_projections(model)[layer], "input", None, None),
+                                                   (_blocks(model)[read_layer], "output", None, None)])
+    return k.mean(0), hh[0]
+
+
+# --------------------------------------------------------------------------- the editors
+@dataclass
+class EditResult:
+    """An edited model and the per-layer residuals ‖z_l − h_l‖ after editing.
+
+    Parameters
+    ----------
+    model : the edited copy
+    layers : list of int
+    residual : numpy.ndarray, shape (n_requests, n_layers)
+        ‖target_l − h_l‖ measured on the edited model (FE: replayed targets; MEMIT: the
+        anchor's share ``h_l + (z − h_L)/(L − i + 1)`` at the time of the layer's update).
+
+    References
+    ----------
+    Liu et al. (2026), FE, Sec. 4 (per-layer target accuracy).
+    """
+
+    model: object
+    layers: list[int]
+    residual: np.ndarray = field(repr=False)
+
+
+def edit(model, tok, requests, layers, method: str, cfg: EditConfig, covs: Mapping[int, torch.Tensor], random_state: RandomState = 0) -> EditResult:
+    """Apply a batch of edits with OneLayer, MEMIT, MEMIT without division or FE.
+
+    Parameters
+    ----------
+    model, tok : causal LM and its tokenizer (the model is copied, never changed)
+    requests : list of dict (or objects with a ``request`` dict)
+        ``prompt`` with ``"{}"``, ``subject``, ``target_new``.
+    layers : list of int
+        Edited layers, increasing (OneLayer edits the last only).
+    method : {"onelayer", "memit", "memit_nodiv", "fe"}
+    cfg : EditConfig
+    covs : mapping layer -> torch.Tensor (d_k, d_k)
+        Key covariances (:func:`key_covariance` of :func:`collect_keys`).
+    random_state : int, optional
+        Passed to the anchor optimisation.
+
+    Returns
+    -------
+    EditResult
+
+    References
+    ----------
+    Liu et al. (2026), FE, Algorithm 1 and ``FE-memit_main.py``; Meng et al. (2023), MEMIT Alg. 1.
+    """
+    if method not in METHODS:
+        raise ValueError(f"method={method!r} must be one of {METHODS}")
+    if not isinstance(cfg, EditConfig):
+        raise TypeError(f"cfg must be an EditConfig, got {type(cfg).__name__}")
+    reqs = _requests(requests)
+    layers = _check_layers(model, layers)
+    if method == "onelayer":
+        layers = layers[-1:]
+    for l in layers:
+        if l not in covs:
+            raise ValueError(f"covs has no covariance for layer {l}")
+    for r in reqs:
+        _prompt_ids(tok, r["prompt"].format(r["subject"]), r["subject"])
+        _target_id(tok, r["target_new"])
+    edited = copy.deepcopy(model).eval()
+    projs = mlp_projections(edited)
+    anchor_layer = layers[0] if method == "fe" else layers[-1]
+    zs, targets = [], []
+    for r in reqs:
+        z, _ = optimise_anchor(model, tok, r, anchor_layer, cfg, random_state)
+        zs.append(z)
+        if method == "fe":  # forward replay on the clean model, bare prompt
+            ids, p = _prompt_ids(tok, r["prompt"].format(r["subject"]), r["subject"])
+            with torch.no_grad():
+                spec = [(_blocks(model)[anchor_layer], "output", None, z)] + [(_blocks(model)[l], "output", None, None) for l in layers[1:]]
+                _, vals = _run(model, tok, [ids], [p], spec)
+            targets.append([z] + [v[0] for v in vals[1:]])
+    residual = np.zeros((len(reqs), len(layers)))
+    L = len(layers)
+    for i, l in enumerate(layers):
+        K, R = [], []
+        for j, r in enumerate(reqs):
+            read = l if method == "fe" else layers[-1]
+            k, h = _keys_and_hidden(edited, tok, r, l, cfg.prefixes, read)
+            if method == "fe":
+                res = targets[j][i] - h
+            else:
+                res = zs[j] - h
+                if method == "memit":
+                    res = res / (L - i)
+            K.append(k)
+            R.append(res)
+        K, R = torch.stack(K), torch.stack(R)  # (n, d_k), (n, d)
+        dW = layer_update(K, R, covs[l], cfg.lam)
+        _apply(projs[l], dW)
+    for i, l in enumerate(layers):  # residual of the layer's target after all edits
+        for j, r in enumerate(reqs):
+            _, h = _keys_and_hidden(edited, tok, r, l, (), l)
+            if method == "fe":
+                tgt = targets[j][i]
+            else:
+                _, h0 = _keys_and_hidden(model, tok, r, l, (), l)
+                _, hL0 = _keys_and_hidden(model, tok, r, layers[-1], (), layers[-1])
+                share = (zs[j] - hL0) * ((i + 1) / L if method == "memit" else 1.0)
+                tgt = h0 + share
+            residual[j, i] = float((tgt - h).norm())
+    return EditResult(edited, layers, residual)
+
+
+# --------------------------------------------------------------------------- metrics
+@torch.no_grad()
+def next_token_logprobs(model, tok, prompts: Sequence[str]) -> torch.Tensor:
+    """Log-probabilities of the next token after each prompt.
+
+    Parameters
+    ----------
+    model, tok : causal LM and tokenizer
+    prompts : sequence of str
+
+    Returns
+    -------
+    torch.Tensor, shape (n, V)
+
+    References
+    ----------
+    Standard next-token evaluation (ROME's CounterFact metrics).
+    """
+    if isinstance(prompts, str) or len(prompts) == 0:
+        raise ValueError("prompts must be a non-empty list of strings")
+    seqs = [tok(p)["input_ids"] for p in prompts]
+    ids, mask = _batch(tok, seqs)
+    logits = model(input_ids=ids, attention_mask=mask).logits
+    last = mask.sum(1) - 1
+    return torch.log_softmax(logits[torch.arange(len(seqs)), last].double(), -1)
+
+
+def edit_metrics(before, after, tok, cases) -> dict[str, float]:
+    """Efficacy, paraphrase generalisation, neighbourhood accuracy and neighbourhood KL.
+
+    Parameters
+    ----------
+    before, after : causal LMs (unedited, edited)
+    tok : tokenizer
+    cases : list of objects with ``request`` (dict with prompt, subject, target_new,
+        target_true), ``paraphrase_prompts``, ``neighbourhood_prompts`` and
+        ``neighbourhood_targets`` (e.g. :class:`icml26.tinylm.facts.EditCase`)
+
+    Returns
+    -------
+    dict
+        ``efficacy`` (share with P(new) > P(true) on the edit prompt), ``generalisation``
+        (the same on the paraphrase prompts), ``validation`` (on ``validation_prompts`` if
+        present), ``neighbourhood_acc`` (top-1 = true object after editing) and
+        ``neighbourhood_kl`` (mean KL(P_before ‖ P_after) of the next token).
+
+    References
+    ----------
+    Meng et al. (2022), ROME, CounterFact efficacy / paraphrase / neighbourhood scores;
+    Liu et al. (2026), Table 1 (Eff., Gen., DKL, Top-1).
+    """
+    if not cases:
+        raise ValueError("cases is empty")
+    out = {}
+
+    def succ(prompts_of):
+        prompts, new, true = [], [], []
+        for c in cases:
+            r = c.request
+            for p in prompts_of(c):
+                prompts.append(p)
+                new.append(_target_id(tok, r["target_new"]))
+                true.append(_target_id(tok, r["target_true"]))
+        if not prompts:
+            return float("nan")
+        lp = next_token_logprobs(after, tok, prompts)
+        idx = torch.arange(len(prompts))
+        return float((lp[idx, torch.tensor(new)] > lp[idx, torch.tensor(true)]).double().mean())
+
+    out["efficacy"] = succ(lambda c: [c.request["prompt"].format(c.request["subject"])])
+    out["generalisation"] = succ(lambda c: list(c.paraphrase_prompts))
+    out["validation"] = succ(lambda c: list(getattr(c, "validation_prompts", ())))
+    nb = [p for c in cases for p in c.neighbourhood_prompts]
+    nt = torch.tensor([_target_id(tok, t) for c in cases for t in c.neighbourhood_targets])
+    lb, la = next_token_logprobs(before, tok, nb), next_token_logprobs(after, tok, nb)
+    out["neighbourhood_acc"] = float((la.argmax(-1) == nt).double().mean())
+    out["neighbourhood_kl"] = float((lb.exp() * (lb - la)).sum(-1).mean())
+    return out
+
+
+# --------------------------------------------------------------------------- the Jacobian diagnostic
+def jacobian_cosine(model, tok, prompts: Sequence[str], layer_from: int, layer_to: int, n_dirs: int = 8,
+                    random_state: RandomState = 0, method: str = "fd", eps: float = 1e-3) -> np.ndarray:
+    """cos(J δ, δ) for random δ injected at block ``layer_from``'s output (last token).
+
+    ``J = ∂h_{layer_to} / ∂h_{layer_from}`` at the prompt's last token (the position of the
+    injection; cross-position effects are not counted).
+
+    Parameters
+    ----------
+    model, tok : causal LM and tokenizer
+    prompts : sequence of str
+    layer_from, layer_to : int
+        ``layer_from <= layer_to``.
+    n_dirs : int
+        Random Gaussian directions per prompt.
+    random_state : int, optional
+    method : {"fd", "jacobian"}
+        Central finite differences with step ``eps`` (relative to ‖h‖), or the full
+        Jacobian by reverse-mode autograd (``torch.func.jvp`` is not usable: CPU SDPA
+        attention has no forward-mode derivative in torch 2.13).
+    eps : float
+
+    Returns
+    -------
+    numpy.ndarray, shape (len(prompts), n_dirs)
+
+    References
+    ----------
+    Liu et al. (2026), FE, Theorems 1-2 and the layer-cosine measurement (Sec. 3.2).
+    """
+    lf, lt = _check_layers(model, [layer_from])[0], _check_layers(model, [layer_to])[0]
+    if lf > lt:
+        raise ValueError(f"layer_from={lf} must be <= layer_to={lt}")
+    if method not in ("jacobian", "fd"):
+        raise ValueError(f"method={method!r} must be 'fd' or 'jacobian'")
+    n_dirs = check_int(n_dirs, "n_dirs", low=1)
+    eps = check_real(eps, "eps", lo=0.0, lo_open=True)
+    if isinstance(prompts, str) or not prompts:
+        raise ValueError("prompts must be a non-empty list of strings")
+    g = torch_generator(random_state)
+    bf, bt = _blocks(model)[lf], _blocks(model)[lt]
+    out = np.zeros((len(prompts), n_dirs))
+    for i, p in enumerate(prompts):
+        ids, pos = _prompt_ids(tok, p)
+        with torch.no_grad():
+            _, (h,) = _run(model, tok, [ids], [pos], [(bf, "output", None, None)])
+
+        def f(delta, ids=ids, pos=pos):
+            _, vals = _run(model, tok, [ids], [pos], [(bf, "output", delta[None], None), (bt, "output", None, None)])
+            return vals[1][0]
+
+        J = None
+        for j in range(n_dirs):
+            v = torch.randn(h.shape[-1], generator=g, dtype=h.dtype)  # (d,)
+            if lf == lt:
+                jv = v
+            elif method == "jacobian":
+                if J is None:
+                    J = torch.autograd.functional.jacobian(f, torch.zeros_like(v))  # (d, d), reverse mode
+                jv = J @ v
+            else:
+                s = eps * float(h.norm()) / float(v.norm())
+                with torch.no_grad():
+                    jv = (f(s * v) - f(-s * v)) / (2 * s)
+            out[i, j] = float(torch.nn.functional.cosine_similarity(jv, v, dim=0))
+    return out
+
+
+def tune_and_test(model, tok, val_cases, test_cases, layers, covs, cfg: EditConfig,
+                  lams: Sequence[float] = (10.0, 1000.0), clamps: Sequence[float] = (1.0, 4.0),
+                  methods: Sequence[str] = METHODS) -> list[dict]:
+    """Choose (λ, clamp) per method on validation edits, then evaluate on test edits.
+
+    Validation score: mean of efficacy, validation-template generalisation and
+    neighbourhood accuracy on ``val_cases`` (the held-out template is never used here).
+
+    Parameters
+    ----------
+    model, tok : causal LM and tokenizer
+    val_cases, test_cases : lists of edit cases (see :func:`edit_metrics`)
+    layers : list of int
+    covs : mapping layer -> covariance
+    cfg : EditConfig
+        Other settings (prefixes, steps, ...); ``lam``/``clamp`` are swept.
+    lams, clamps : sequences of float
+        The grid.
+    methods : sequence of str
+
+    Returns
+    -------
+    list of dict
+        One row per method: ``method``, chosen ``lam``, ``clamp``, validation ``score``, the
+        test metrics of :func:`edit_metrics` and ``residual`` (mean per layer, a list).
+
+    References
+    ----------
+    Liu et al. (2026), FE (hyper-parameters per method; README: FE needs a smaller clamp).
+    """
+    import dataclasses
+
+    if not val_cases or not test_cases:
+        raise ValueError("val_cases and test_cases must be non-empty")
+    if not lams or not clamps:
+        raise ValueError("lams and clamps must be non-empty")
+    rows = []
+    for m in methods:
+        best = None
+        for lam in lams:
+            for c in clamps:
+                c_cfg = dataclasses.replace(cfg, lam=float(lam), clamp=float(c))
+                res = edit(model, tok, val_cases, layers, m, c_cfg, covs)
+                met = edit_metrics(model, res.model, tok, val_cases)
+                score = float(np.mean([met["efficacy"], met["validation"], met["neighbourhood_acc"]]))
+                if best is None or score > best[0]:
+                    best = (score, float(lam), float(c))
+        c_cfg = dataclasses.replace(cfg, lam=best[1], clamp=best[2])
+        res = edit(model, tok, test_cases, layers, m, c_cfg, covs)
+        met = edit_metrics(model, res.model, tok, test_cases)
+        rows.append(dict(method=m, lam=best[1], clamp=best[2], score=best[0], **met, residual=res.residual.mean(0).tolist()))
+    return rows
