@@ -179,8 +179,9 @@ def head_jacobian_metrics(
 
     Parameters
     ----------
-    attention : tensor or array, shape (T, T)
-        Row-stochastic attention weights of one head on one text.
+    attention : tensor or array, shape (T_q, T_k)
+        Row-stochastic attention weights of one head on one text (square in the paper;
+        fewer query rows when only part of the text is read, see :func:`attention_head_metrics`).
     size : int
         Side of the bilinear resize (the paper's code: 96; 32 for our short traces).
     n_rows : int
@@ -203,8 +204,8 @@ def head_jacobian_metrics(
     if not isinstance(attention, (torch.Tensor, np.ndarray)):
         raise TypeError(f"attention must be a torch tensor or numpy array, got {type(attention).__name__}")
     a = torch.as_tensor(attention, dtype=torch.float64)
-    if a.ndim != 2 or a.shape[0] != a.shape[1] or a.shape[0] < 1:
-        raise ValueError(f"attention must be a square (T, T) matrix, got shape {tuple(a.shape)}")
+    if a.ndim != 2 or a.shape[0] < 1 or a.shape[1] < 1:
+        raise ValueError(f"attention must be a (T_q, T_k) matrix, got shape {tuple(a.shape)}")
     if not torch.isfinite(a).all() or (a < 0).any():
         raise ValueError("attention must be finite and non-negative")
     size = check_int(size, "size", low=2)
@@ -265,23 +266,31 @@ def _n_heads(model) -> int:
     return h
 
 
-def _encode(tokenizer, texts: Sequence[str], name: str = "texts") -> list[torch.Tensor]:
+def _encode(tokenizer, texts: Sequence[str], name: str = "texts") -> tuple[list[torch.Tensor], list[int]]:
+    """Token ids of each text as the tokenizer encodes it by default (its special tokens
+    included, e.g. a prepended ``<bos>``), and how many tokens it adds before the text's own."""
     if isinstance(texts, str) or not isinstance(texts, Sequence) or not all(isinstance(t, str) for t in texts):
         raise TypeError(f"{name} must be a list of strings")
     if len(texts) == 0:
         raise ValueError(f"{name} is empty")
     if not callable(tokenizer):
         raise TypeError(f"tokenizer must be a Hugging Face tokenizer, got {type(tokenizer).__name__}")
-    ids = []
+    ids, offsets = [], []
+    unk = getattr(tokenizer, "unk_token_id", None)
     for t in texts:
         try:
-            enc = tokenizer(t, add_special_tokens=False)["input_ids"]
+            enc = list(tokenizer(t)["input_ids"])
+            bare = list(tokenizer(t, add_special_tokens=False)["input_ids"])
         except Exception as exc:  # the tokenizer's own error (e.g. an unknown word)
             raise ValueError(f"the tokenizer could not encode {t[:60]!r}: {exc}") from None
+        if unk is not None and unk in bare:
+            raise ValueError(f"text {t[:60]!r} has words outside the tokenizer's vocabulary (mapped to its unknown token)")
         if len(enc) < 2:
             raise ValueError(f"each text needs at least 2 tokens, got {len(enc)} for {t[:60]!r}")
+        off = next((k for k in range(len(enc) - len(bare) + 1) if enc[k:k + len(bare)] == bare), 0)
         ids.append(torch.tensor(enc, dtype=torch.long))
-    return ids
+        offsets.append(off)
+    return ids, offsets
 
 
 def _groups(ids: list[torch.Tensor], batch_size: int) -> Iterator[tuple[list[int], torch.Tensor]]:
@@ -339,7 +348,7 @@ class LayerGap:
 
 
 def _last_hidden(model, tokenizer, texts, batch_size: int) -> np.ndarray:
-    ids = _encode(tokenizer, texts)
+    ids, _ = _encode(tokenizer, texts)
     out: np.ndarray | None = None
     with torch.no_grad():
         for idx, x in _groups(ids, batch_size):
@@ -467,6 +476,7 @@ def attention_head_metrics(
     size: int = 32,
     n_rows: int = 24,
     n_iter: int = 20,
+    query_from: int = 0,
     batch_size: int = 64,
     random_state: RandomState = None,
 ) -> HeadMetrics:
@@ -481,6 +491,11 @@ def attention_head_metrics(
         Layer indices (0-based).
     size, n_rows, n_iter : int
         See :func:`head_jacobian_metrics`.
+    query_from : int
+        Read only the attention rows of the text's tokens from this index on (the text's own
+        tokens, leading special tokens not counted), against all keys. ``0`` (the paper's
+        setting, whose texts are the chains of thought alone) reads every row, including the
+        tokenizer's leading special tokens.
     batch_size : int
         Texts per forward pass.
     random_state : None, int or numpy.random.Generator
@@ -497,7 +512,10 @@ def attention_head_metrics(
     layers = _check_layers(layers, len(_attention_blocks(model)))
     size = check_int(size, "size", low=2)
     batch_size = check_int(batch_size, "batch_size", low=1)
-    ids = _encode(tokenizer, texts)
+    ids, offsets = _encode(tokenizer, texts)
+    query_from = check_int(query_from, "query_from", low=0)
+    if any(query_from > 0 and query_from + off >= len(x) for x, off in zip(ids, offsets)):
+        raise ValueError(f"query_from={query_from} is past the end of a text")
     rng = check_random_state(random_state)
     H = _n_heads(model)
     n = len(ids)
@@ -509,9 +527,10 @@ def attention_head_metrics(
             for li, layer in enumerate(layers):
                 a = att[layer].double().cpu()  # (b, H, T, T)
                 for bi, i in enumerate(idx):
+                    q0 = query_from + offsets[i] if query_from > 0 else 0
                     for h in range(H):
                         b1[i, li, h], b2[i, li, h], b3[i, li, h] = head_jacobian_metrics(
-                            a[bi, h], size=size, n_rows=n_rows, n_iter=n_iter, random_state=rng)
+                            a[bi, h, q0:], size=size, n_rows=n_rows, n_iter=n_iter, random_state=rng)
     return HeadMetrics(layers=layers, b1=b1, b2=b2, b3=b3, b2_centroid=_centroid(b2))
 
 
@@ -613,8 +632,9 @@ def copy_rate(
 ) -> tuple[float, float]:
     """How often the model's greedy next token reproduces the token at ``target_index``.
 
-    Teacher-forced: for each text, the logits at position ``target_index - 1`` are compared
-    with the text's own token at ``target_index`` (in the trace corpus: the copied payload).
+    Teacher-forced: for each text, the next-token logits after the tokens before
+    ``target_index`` are compared with the text's own token at ``target_index`` (in the trace
+    corpus: the copied payload).
 
     Parameters
     ----------
@@ -622,7 +642,8 @@ def copy_rate(
         A Hugging Face causal LM and its tokenizer.
     texts : list of str
     target_index : int
-        Token index (>= 1) of the token to be predicted, the same for every text.
+        Index (>= 1) of the target among the text's own tokens (the tokenizer's leading
+        special tokens, such as ``<bos>``, not counted), the same for every text.
     batch_size : int
 
     Returns
@@ -630,15 +651,18 @@ def copy_rate(
     (float, float)
         The copy rate (fraction of argmax hits) and the mean probability of the target token.
     """
-    ids = _encode(tokenizer, texts)
+    ids, offsets = _encode(tokenizer, texts)
     target_index = check_int(target_index, "target_index", low=1)
-    if any(len(x) <= target_index for x in ids):
-        raise ValueError(f"target_index={target_index} is past the end of a text of {min(len(x) for x in ids)} tokens")
+    if len(set(offsets)) != 1:
+        raise ValueError("the tokenizer adds a different number of leading special tokens to different texts")
+    pos = target_index + offsets[0]  # the target's index in the encoded sequence
+    if any(len(x) <= pos for x in ids):
+        raise ValueError(f"target_index={target_index} is past the end of a text of {min(len(x) for x in ids) - offsets[0]} tokens")
     hits, probs = np.zeros(len(ids)), np.zeros(len(ids))
     with torch.no_grad():
         for idx, x in _groups(ids, check_int(batch_size, "batch_size", low=1)):
-            logits = model(input_ids=x[:, :target_index].to(_device(model)), use_cache=False).logits[:, -1]  # (b, V)
-            tgt = x[:, target_index].to(logits.device)
+            logits = model(input_ids=x[:, :pos].to(_device(model)), use_cache=False).logits[:, -1]  # (b, V)
+            tgt = x[:, pos].to(logits.device)
             hits[idx] = (logits.argmax(-1) == tgt).double().cpu().numpy()
             probs[idx] = torch.softmax(logits.double(), -1).gather(1, tgt[:, None])[:, 0].cpu().numpy()
     return float(hits.mean()), float(probs.mean())

@@ -28,9 +28,9 @@ import numpy as np
 
 from icml26._common import RandomState, check_int, check_random_state, check_real
 
-__all__ = ["TraceSet", "make_traces", "trace_tokenizer", "trace_vocabulary"]
+__all__ = ["TraceSet", "make_traces", "trace_corpus", "trace_vocabulary"]
 
-SPECIALS = ("<pad>", "<req>", "<think>", "<answer>", "<refuse>")
+MARKERS = ("<req>", "<think>", "<answer>", "<refuse>")
 
 
 def trace_vocabulary(
@@ -48,7 +48,8 @@ def trace_vocabulary(
     Returns
     -------
     list of str
-        The special tokens first (``<pad>`` has id 0), then the word classes.
+        The marker words first, then the kinds and the word classes (a tokenizer adds its
+        own special tokens, e.g. :func:`icml26.tinylm.tokenizer.build_word_tokenizer`).
     """
     n_kinds = check_int(n_kinds, "n_kinds", low=2)
     if n_kinds % 2:
@@ -59,7 +60,7 @@ def trace_vocabulary(
         "w": check_int(n_fillers, "n_fillers", low=2),
         "para": check_int(n_paraphrases, "n_paraphrases", low=1),
     }
-    words = list(SPECIALS) + [f"kind{i}" for i in range(n_kinds)]
+    words = list(MARKERS) + [f"kind{i}" for i in range(n_kinds)]
     for prefix, n in sizes.items():
         words += [f"{prefix}{i}" for i in range(n)]
     return words
@@ -78,8 +79,8 @@ class TraceSet:
     payload : list of str
         The payload word of each request.
     copy_index : int
-        Token index of the copy slot (the same for every trace): in an unsafe trace the token
-        there equals the payload; the model predicts it from position ``copy_index - 1``.
+        Word index of the copy slot (the same for every trace): in an unsafe trace the word
+        there equals the payload; a model predicts it from the word before.
     vocabulary : list of str
         The word list (see :func:`trace_vocabulary`).
     """
@@ -158,35 +159,20 @@ def make_traces(
     return TraceSet(texts=texts, unsafe=unsafe, payload=payloads, copy_index=copy_index, vocabulary=vocab)
 
 
-def trace_tokenizer(vocabulary: list[str]):
-    """A Hugging Face fast tokenizer for a word list: one id per word, whitespace split.
+def trace_corpus(n: int, random_state: int = 0, **kwargs) -> list[str]:
+    """The texts of :func:`make_traces` (a corpus generator for ``icml26.tinylm.lab.Recipe``).
 
     Parameters
     ----------
-    vocabulary : list of str
-        Distinct words; must contain ``<pad>``. Ids follow the list order.
+    n : int
+        Number of traces.
+    random_state : int
+        Seed.
+    **kwargs
+        Any other keyword of :func:`make_traces`.
 
     Returns
     -------
-    transformers.PreTrainedTokenizerFast
-        A word-level tokenizer (``tokenizers.models.WordLevel``), the same interface a reader's
-        own model's tokenizer has; unknown words are an error at encoding time.
+    list of str
     """
-    if not isinstance(vocabulary, (list, tuple)) or not vocabulary or not all(isinstance(w, str) and w for w in vocabulary):
-        raise TypeError(f"vocabulary must be a non-empty list of non-empty strings, got {type(vocabulary).__name__}")
-    if len(set(vocabulary)) != len(vocabulary):
-        raise ValueError("vocabulary has repeated words")
-    if any(any(c.isspace() for c in w) for w in vocabulary):
-        raise ValueError("vocabulary words must not contain whitespace")
-    if "<pad>" not in vocabulary:
-        raise ValueError("vocabulary must contain '<pad>'")
-    from tokenizers import Tokenizer
-    from tokenizers.models import WordLevel
-    from tokenizers.pre_tokenizers import WhitespaceSplit
-    from transformers import PreTrainedTokenizerFast
-
-    unk = "<unk>" if "<unk>" in vocabulary else None
-    model = WordLevel(vocab={w: i for i, w in enumerate(vocabulary)}, unk_token=unk)
-    tok = Tokenizer(model)
-    tok.pre_tokenizer = WhitespaceSplit()
-    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", **({"unk_token": unk} if unk else {}))
+    return make_traces(n, random_state=random_state, **kwargs).texts
