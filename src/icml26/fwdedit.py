@@ -329,6 +329,19 @@ class EditConfig:
     prefixes: tuple[str, ...] = ()
     essence: str = "{}"
 
+    def __post_init__(self):
+        self.lam = check_real(self.lam, "lam", lo=0.0)
+        self.clamp = check_real(self.clamp, "clamp", lo=0.0, lo_open=True)
+        self.steps = check_int(self.steps, "steps", low=1)
+        self.lr = check_real(self.lr, "lr", lo=0.0, lo_open=True)
+        self.kl_weight = check_real(self.kl_weight, "kl_weight", lo=0.0)
+        self.weight_decay = check_real(self.weight_decay, "weight_decay", lo=0.0)
+        if isinstance(self.prefixes, str) or not all(isinstance(p, str) for p in self.prefixes):
+            raise ValueError(f"prefixes={self.prefixes!r} must be a tuple of strings")
+        self.prefixes = tuple(self.prefixes)
+        if "{}" not in self.essence:
+            raise ValueError(f"essence={self.essence!r} must contain '{{}}' for the subject")
+
 
 def _requests(requests) -> list[dict]:
     out = []

@@ -51,7 +51,19 @@ def _pseudowords(n: int, rng, taken: set[str], syllables: tuple[int, int] = (2, 
 
 @dataclass(frozen=True)
 class Relation:
-    """A relation: its name, paraphrase templates (``"{}"`` = subject) and object pool."""
+    """A relation: its name, paraphrase templates (``"{}"`` = subject) and object pool.
+
+    Parameters
+    ----------
+    name : str
+    templates : tuple of str
+        Paraphrase templates; the last is held out.
+    objects : tuple of str
+
+    References
+    ----------
+    Meng et al. (2022), ROME: CounterFact's layout of edit requests and evaluation prompts.
+    """
 
     name: str
     templates: tuple[str, ...]
@@ -70,7 +82,21 @@ class Relation:
 
 @dataclass(frozen=True)
 class FactBase:
-    """Subjects, relations and the true object of every (subject, relation) pair."""
+    """Subjects, relations and the true object of every (subject, relation) pair.
+
+    Parameters
+    ----------
+    subjects : tuple of str
+    relations : tuple of Relation
+    facts : dict
+        ``(subject, relation name) -> object``.
+    fillers : tuple of str
+        Filler words for context prefixes.
+
+    References
+    ----------
+    Meng et al. (2022), ROME: CounterFact's layout of edit requests and evaluation prompts.
+    """
 
     subjects: tuple[str, ...]
     relations: tuple[Relation, ...]
@@ -78,14 +104,24 @@ class FactBase:
     fillers: tuple[str, ...] = field(repr=False, default=())
 
     def relation(self, name: str) -> Relation:
-        """The relation called ``name``."""
+        """The relation called ``name``.
+
+        Returns
+        -------
+        Relation
+        """
         for r in self.relations:
             if r.name == name:
                 return r
         raise KeyError(f"relation {name!r} is not in the fact base; it has {[r.name for r in self.relations]}")
 
     def words(self) -> list[str]:
-        """Every word the fact base can produce (for a tokenizer's vocabulary)."""
+        """Every word the fact base can produce (for a tokenizer's vocabulary).
+
+        Returns
+        -------
+        list of str
+        """
         ws = set(self.subjects) | set(self.fillers)
         for r in self.relations:
             ws |= set(r.objects)
@@ -112,6 +148,10 @@ def make_fact_base(n_subjects: int = 80, n_relations: int = 2, n_objects: int = 
     Returns
     -------
     FactBase
+
+    References
+    ----------
+    Meng et al. (2022), ROME: CounterFact's layout of edit requests and evaluation prompts.
     """
     n_subjects = check_int(n_subjects, "n_subjects", low=4)
     n_relations = check_int(n_relations, "n_relations", low=1)
@@ -163,6 +203,10 @@ def fact_corpus(
     -------
     list of str
         Shuffled sentences ``"[fillers] <template with subject> <object>"``.
+
+    References
+    ----------
+    Meng et al. (2022), ROME: CounterFact's layout of edit requests and evaluation prompts.
     """
     from icml26._common import check_real
 
@@ -193,6 +237,15 @@ class EditCase:
     ``validation_prompts`` the other non-edit templates (for hyper-parameter selection);
     ``neighbourhood_prompts`` ask the same relation of unedited subjects whose true
     objects are ``neighbourhood_targets``.
+
+    Parameters
+    ----------
+    request : dict
+    paraphrase_prompts, validation_prompts, neighbourhood_prompts, neighbourhood_targets : tuple of str
+
+    References
+    ----------
+    Meng et al. (2022), ROME: CounterFact's layout of edit requests and evaluation prompts.
     """
 
     request: dict
@@ -219,6 +272,10 @@ def counterfactual_edits(fb: FactBase, n_edits: int, n_neighbours: int = 4, rand
     Returns
     -------
     list of EditCase
+
+    References
+    ----------
+    Meng et al. (2022), ROME: CounterFact's layout of edit requests and evaluation prompts.
     """
     if not isinstance(fb, FactBase):
         raise TypeError(f"fb must be a FactBase, got {type(fb).__name__}")

@@ -76,6 +76,10 @@ def gpt2_config(vocab_size: int, **fields: Any):
     Returns
     -------
     transformers.GPT2Config
+
+    References
+    ----------
+    Hugging Face ``transformers`` (GPT2Config, GPT2LMHeadModel, ``save_pretrained``/``from_pretrained``).
     """
     from transformers import GPT2Config
 
@@ -145,6 +149,10 @@ def train_causal_lm(
     -------
     list of float
         The training loss of every step.
+
+    References
+    ----------
+    Loshchilov and Hutter, "Decoupled Weight Decay Regularization" (AdamW), ICLR 2019.
     """
     import math
 
@@ -239,6 +247,10 @@ class Recipe:
         Peak learning rate.
     vocab_size : int, optional
         Only for token-id corpora.
+
+    References
+    ----------
+    The lab's own cache convention (see the module docstring).
     """
 
     corpus: Any
@@ -263,7 +275,12 @@ class Recipe:
                 raise ValueError(f"{name}={getattr(self, name)!r} must be JSON-serialisable: {e}") from None
 
     def as_dict(self) -> dict:
-        """The recipe as plain JSON data (what the key hashes)."""
+        """The recipe as plain JSON data (what the key hashes).
+
+        Returns
+        -------
+        dict
+        """
         return dict(
             corpus=self.corpus, corpus_kwargs=self.corpus_kwargs, config={**_CONFIG_DEFAULTS, **self.config},
             seed=self.seed, steps=self.steps, batch_size=self.batch_size, lr=self.lr, vocab_size=self.vocab_size,
@@ -271,12 +288,30 @@ class Recipe:
         )
 
     def key(self) -> str:
-        """16 hex digits of the SHA-256 of :meth:`as_dict` (sorted JSON)."""
+        """16 hex digits of the SHA-256 of :meth:`as_dict` (sorted JSON).
+
+        Returns
+        -------
+        str
+        """
         return hashlib.sha256(json.dumps(self.as_dict(), sort_keys=True).encode()).hexdigest()[:16]
 
 
 def model_cache_dir() -> Path:
-    """The model cache: ``$ICML26_MODEL_CACHE``, else ``<book root>/_build/models``, else ``./_build/models``."""
+    """The model cache: ``$ICML26_MODEL_CACHE``, else ``<book root>/_build/models``, else ``./_build/models``.
+
+    Parameters
+    ----------
+    None
+
+    Returns
+    -------
+    pathlib.Path
+
+    References
+    ----------
+    The lab's own cache convention.
+    """
     env = os.environ.get(CACHE_ENV, "").strip()
     if env:
         return Path(env)
@@ -306,6 +341,10 @@ def load_or_train(recipe: Recipe, *, cache_dir: str | Path | None = None, retrai
         Loaded with ``AutoTokenizer.from_pretrained(path)`` (None for token-id corpora).
     path : pathlib.Path
         The model folder (also holds ``recipe.json`` and ``train_log.json``: losses, seconds).
+
+    References
+    ----------
+    Hugging Face ``transformers`` (GPT2Config, GPT2LMHeadModel, ``save_pretrained``/``from_pretrained``).
     """
     if not isinstance(recipe, Recipe):
         raise TypeError(f"recipe must be a Recipe, got {type(recipe).__name__}")

@@ -29,6 +29,10 @@ def word_vocabulary(texts: Iterable[str]) -> list[str]:
     Returns
     -------
     list of str
+
+    References
+    ----------
+    Hugging Face ``tokenizers`` (``pre_tokenizers.WhitespaceSplit`` splits the same way).
     """
     words: set[str] = set()
     for i, t in enumerate(texts):

@@ -1,0 +1,197 @@
+"""icml26.fwdedit against exact oracles, on two differently sized GPT-2 configs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from badinput import covers, exempt, rejects
+from transformers import GPT2LMHeadModel
+
+from icml26 import fwdedit as fe
+from icml26.tinylm.facts import EditCase
+from icml26.tinylm.lab import gpt2_config
+from icml26.tinylm.tokenizer import build_word_tokenizer
+
+WORDS = ["zora", "bemi", "kalu", "tiva", "lives", "in", "the", "home", "of", "is", "ra", "pu", "fo", "nemo", "sako"]
+CONFIGS = {"small": dict(n_layer=3, n_embd=32, n_head=2), "wider": dict(n_layer=4, n_embd=48, n_head=4, n_inner=96)}
+REQS = [{"prompt": "{} lives in", "subject": "zora", "target_new": "nemo", "target_true": "sako"},
+        {"prompt": "{} lives in", "subject": "bemi", "target_new": "sako", "target_true": "nemo"}]
+
+
+def _model(name):
+    tok = build_word_tokenizer(WORDS)
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(gpt2_config(len(tok), n_positions=16, **CONFIGS[name])).eval()
+    return model, tok
+
+
+@pytest.fixture(params=sorted(CONFIGS))
+def lm(request):
+    return _model(request.param)
+
+
+def _covs(model, tok, layers):
+    texts = ["the home of zora is nemo", "bemi lives in sako", "kalu lives in nemo", "tiva lives in ra pu fo"]
+    return {l: fe.key_covariance(fe.collect_keys(model, tok, l, texts)) for l in layers}
+
+
+def test_key_covariance_equals_direct_sum():
+    g = torch.Generator().manual_seed(1)
+    K = torch.randn(7, 5, generator=g, dtype=torch.float64)
+    direct = sum(torch.outer(k, k) for k in K) / 7
+    assert torch.allclose(fe.key_covariance(K), direct, atol=1e-12)
+
+
+def test_collected_keys_covariance_matches_manual(lm):
+    model, tok = lm
+    proj = fe.mlp_projections(model)[1]
+    seen = []
+    h = proj.register_forward_pre_hook(lambda m, a: seen.append(a[0][0]))
+    with torch.no_grad():
+        model(**tok(["bemi lives in sako"], return_tensors="pt"))
+    h.remove()
+    keys = fe.collect_keys(model, tok, 1, ["bemi lives in sako"])
+    assert torch.allclose(keys, seen[0])
+    assert torch.allclose(fe.key_covariance(keys), seen[0].T @ seen[0] / seen[0].shape[0], atol=1e-6)
+
+
+def test_rank_one_update_maps_key_to_value_exactly(lm):
+    model, _ = lm
+    proj = fe.mlp_projections(model)[0]
+    d_k = proj.weight.shape[0]  # Conv1D: (d_k, d)
+    g = torch.Generator().manual_seed(2)
+    k = torch.randn(1, d_k, generator=g)
+    v_star = torch.randn(1, proj.weight.shape[1], generator=g)
+    with torch.no_grad():
+        before = proj(k)
+    dW = fe.layer_update(k.double(), (v_star - before).double(), torch.eye(d_k, dtype=torch.float64), lam=0.0)
+    fe._apply(proj, dW.float())
+    with torch.no_grad():
+        assert torch.allclose(proj(k), v_star, atol=1e-4)
+
+
+def test_layer_update_is_the_regularised_least_squares_solution():
+    g = torch.Generator().manual_seed(3)
+    K, R = torch.randn(4, 6, generator=g, dtype=torch.float64), torch.randn(4, 3, generator=g, dtype=torch.float64)
+    C = fe.key_covariance(torch.randn(20, 6, generator=g, dtype=torch.float64))
+    dW = fe.layer_update(K, R, C, lam=2.5)
+    expect = R.T @ K @ torch.linalg.inv(K.T @ K + 2.5 * C)
+    assert torch.allclose(dW, expect, atol=1e-10)
+    # gradient of ||ΔW K - R||² + λ tr(ΔW C ΔWᵀ) vanishes
+    grad = (dW @ K.T - R.T) @ K + 2.5 * dW @ C
+    assert grad.abs().max() < 1e-9
+
+
+def test_one_layer_memit_and_fe_coincide(lm):
+    model, tok = lm
+    covs = _covs(model, tok, [1])
+    cfg = fe.EditConfig(lam=5.0, clamp=2.0, steps=4, prefixes=("ra", "pu fo"))
+    a = fe.edit(model, tok, REQS, [1], "memit", cfg, covs)
+    b = fe.edit(model, tok, REQS, [1], "fe", cfg, covs)
+    c = fe.edit(model, tok, REQS, [1], "memit_nodiv", cfg, covs)
+    wa, wb, wc = (fe.mlp_projections(x.model)[1].weight for x in (a, b, c))
+    assert torch.equal(wa, wb) and torch.equal(wa, wc)
+    assert not torch.equal(wa, fe.mlp_projections(model)[1].weight)
+
+
+def test_single_request_single_layer_without_regulariser_hits_its_target(lm):
+    model, tok = lm
+    covs = _covs(model, tok, [1])
+    res = fe.edit(model, tok, REQS[:1], [1], "fe", fe.EditConfig(lam=0.0, steps=4, prefixes=()), covs)
+    assert res.residual.shape == (1, 1) and res.residual[0, 0] < 1e-4
+
+
+def test_every_method_runs_and_the_original_model_is_untouched(lm):
+    model, tok = lm
+    n = model.config.n_layer
+    layers = list(range(n - 1))
+    covs = _covs(model, tok, layers)
+    w0 = [p.weight.clone() for p in fe.mlp_projections(model)]
+    case = EditCase(REQS[0], ("the home of zora is",), ("the home of zora is",), ("kalu lives in",), ("nemo",))
+    for m in fe.METHODS:
+        res = fe.edit(model, tok, REQS, layers, m, fe.EditConfig(steps=3, prefixes=("ra",)), covs)
+        assert res.residual.shape == (2, 1 if m == "onelayer" else len(layers))
+        assert np.isfinite(res.residual).all()
+        met = fe.edit_metrics(model, res.model, tok, [case])
+        assert set(met) == {"efficacy", "generalisation", "validation", "neighbourhood_acc", "neighbourhood_kl"}
+        assert 0 <= met["efficacy"] <= 1 and met["neighbourhood_kl"] >= -1e-9
+    assert all(torch.equal(a, p.weight) for a, p in zip(w0, fe.mlp_projections(model)))
+    same = fe.edit_metrics(model, model, tok, [case])
+    assert abs(same["neighbourhood_kl"]) < 1e-12
+    rows = fe.tune_and_test(model, tok, [case], [case], layers, covs, fe.EditConfig(steps=2), lams=(1.0,), clamps=(1.0,),
+                            methods=("memit", "fe"))
+    assert [r["method"] for r in rows] == ["memit", "fe"]
+
+
+def test_jacobian_cosine_fd_matches_autograd_and_is_one_at_gap_zero(lm):
+    model, tok = lm
+    n = model.config.n_layer
+    prompts = ["zora lives in", "the home of bemi is"]
+    same = fe.jacobian_cosine(model, tok, prompts, n - 1, n - 1, n_dirs=2)
+    assert np.allclose(same, 1.0)
+    fd = fe.jacobian_cosine(model, tok, prompts, 0, n - 1, n_dirs=3, method="fd", random_state=4)
+    ex = fe.jacobian_cosine(model, tok, prompts, 0, n - 1, n_dirs=3, method="jacobian", random_state=4)
+    assert fd.shape == (2, 3) and np.abs(fd - ex).max() < 1e-3
+
+
+@covers("fwdedit.mlp_projections", "fwdedit.edit", "fwdedit.optimise_anchor", "fwdedit.collect_keys",
+        "fwdedit.jacobian_cosine", "fwdedit.EditConfig")
+def test_bad_models_layers_and_subjects_are_rejected():
+    model, tok = _model("small")
+    covs = _covs(model, tok, [0, 1])
+    rejects(fe.mlp_projections, torch.nn.Linear(3, 3), match="blocks")
+    rejects(fe.edit, torch.nn.Linear(3, 3), tok, REQS, [0], "fe", fe.EditConfig(), covs, match="blocks")
+    rejects(fe.edit, model, tok, REQS, [0, 7], "fe", fe.EditConfig(), covs, match="layer index 7")
+    rejects(fe.edit, model, tok, REQS, [1, 0], "fe", fe.EditConfig(), covs, match="increasing")
+    bad = [{"prompt": "{} lives in", "subject": "unknownname", "target_new": "nemo"}]
+    rejects(fe.edit, model, tok, bad, [0], "fe", fe.EditConfig(), covs, match="unknownname")
+    rejects(fe.edit, model, tok, [{"prompt": "{} lives in", "subject": "zora", "target_new": "qqq"}], [0], "fe",
+            fe.EditConfig(), covs, match="qqq")
+    rejects(fe.edit, model, tok, [{"prompt": "lives in", "subject": "zora", "target_new": "nemo"}], [0], "fe",
+            fe.EditConfig(), covs, match="'{}'")
+    rejects(fe.edit, model, tok, [{"prompt": "{} lives in"}], [0], "fe", fe.EditConfig(), covs, match="subject")
+    rejects(fe.edit, model, tok, REQS, [0], "rome", fe.EditConfig(), covs, match="rome")
+    rejects(fe.edit, model, tok, REQS, [0], "fe", "cfg", covs, match="EditConfig")
+    rejects(fe.edit, model, tok, REQS, [2], "fe", fe.EditConfig(), covs, match="no covariance for layer 2")
+    rejects(fe.edit, model, tok, [], [0], "fe", fe.EditConfig(), covs, match="empty")
+    rejects(fe.optimise_anchor, model, tok, REQS[0], 3, fe.EditConfig(), match="layer index 3")
+    rejects(fe.collect_keys, model, tok, -1, ["zora"], match="layer")
+    rejects(fe.collect_keys, model, tok, 0, [], match="non-empty")
+    rejects(fe.jacobian_cosine, model, tok, ["zora lives in"], 2, 1, match="layer_from=2")
+    rejects(fe.jacobian_cosine, model, tok, ["zora lives in"], 0, 5, match="layer index 5")
+    rejects(fe.jacobian_cosine, model, tok, ["zora lives in"], 0, 1, method="jvp", match="jvp")
+    rejects(fe.EditConfig, lam=-1.0, match="lam")
+    rejects(fe.EditConfig, clamp=0.0, match="clamp")
+    rejects(fe.EditConfig, steps=0, match="steps")
+    rejects(fe.EditConfig, prefixes="ra", match="prefixes")
+    rejects(fe.EditConfig, essence="no subject", match="essence")
+
+
+@covers("fwdedit.key_covariance", "fwdedit.layer_update")
+def test_bad_algebra_input_is_rejected():
+    K = torch.randn(3, 4)
+    rejects(fe.key_covariance, torch.randn(4), match="keys")
+    rejects(fe.key_covariance, torch.full((2, 2), float("nan")), match="NaN")
+    rejects(fe.layer_update, K, torch.randn(2, 5), torch.eye(4), 1.0, match="residuals")
+    rejects(fe.layer_update, K, torch.randn(3, 5), torch.eye(3), 1.0, match="cov")
+    rejects(fe.layer_update, K, torch.randn(3, 5), torch.eye(4), -1.0, match="lam")
+
+
+@covers("fwdedit.edit_metrics", "fwdedit.next_token_logprobs", "fwdedit.tune_and_test")
+def test_bad_evaluation_input_is_rejected():
+    model, tok = _model("small")
+    rejects(fe.edit_metrics, model, model, tok, [], match="empty")
+    rejects(fe.next_token_logprobs, model, tok, "zora", match="list")
+    rejects(fe.tune_and_test, model, tok, [], [], [0], {}, fe.EditConfig(), match="non-empty")
+
+
+exempt("fwdedit.EditResult", "a data record returned by fwdedit.edit")
+
+
+def test_public_callables_have_numpydoc_sections():
+    from docsections import undocumented
+
+    assert undocumented("icml26.fwdedit") == []
+    for mod in ("lab", "facts", "tokenizer"):
+        assert undocumented(f"icml26.tinylm.{mod}") == []
