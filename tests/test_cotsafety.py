@@ -1,0 +1,216 @@
+"""Tests of icml26.cotsafety and icml26.tinylm.traces against exact identities and hand-built models."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from transformers import GPT2Config, GPT2LMHeadModel
+
+from icml26 import cotsafety as C
+from icml26.tinylm import traces as T
+from icml26.tinylm.tokenizer import build_word_tokenizer, word_vocabulary
+
+KW = dict(request_len=4, trace_len=4, n_objects=6, n_payloads=4, n_fillers=4, n_paraphrases=2)
+
+
+def tiny(n_layer=2, n_head=2, n_embd=16, vocab=64, seed=0):
+    torch.manual_seed(seed)
+    cfg = GPT2Config(n_layer=n_layer, n_head=n_head, n_embd=n_embd, vocab_size=vocab, n_positions=32,
+                     bos_token_id=2, eos_token_id=3, pad_token_id=0, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    with contextlib.redirect_stderr(io.StringIO()):
+        return GPT2LMHeadModel(cfg).eval()
+
+
+@pytest.fixture(scope="module")
+def data():
+    ts = T.make_traces(24, random_state=0, **KW)
+    tok = build_word_tokenizer(word_vocabulary(T.trace_corpus(400, random_state=1, **KW)))
+    return ts, tok
+
+
+# ---------------------------------------------------------------- traces
+def test_traces_layout_and_classes():
+    ts = T.make_traces(50, random_state=3, **KW)
+    n = KW["request_len"] + KW["trace_len"] + 5
+    for text, uns, pay in zip(ts.texts, ts.unsafe, ts.payload):
+        w = text.split()
+        assert len(w) == n and w[-1] == "<refuse>" and w[-2] == "<answer>"
+        assert w[2: 2 + KW["request_len"]].count(pay) == 1
+        assert (w[ts.copy_index] == pay) == bool(uns)
+        assert (int(w[1][4:]) < 4) == bool(uns)  # the first half of the kinds are unsafe
+    assert T.make_traces(50, random_state=3, **KW).texts == ts.texts
+    assert T.trace_corpus(50, random_state=3, **KW) == ts.texts
+    safe, unsafe = ts.split()
+    assert len(safe) + len(unsafe) == 50 and len(unsafe) == int(ts.unsafe.sum())
+
+
+# ---------------------------------------------------------------- Jacobian identities
+@settings(max_examples=20, deadline=None, derandomize=True)
+@given(st.integers(1, 40), st.integers(0, 2**31 - 1))
+def test_jacobian_identities_random_p(n, s):
+    p = np.random.default_rng(s).dirichlet(np.ones(n))
+    J = C.softmax_jacobian(p)
+    assert torch.allclose(J, J.T) and float(J.sum(-1).abs().max()) < 1e-12
+    ev = torch.linalg.eigvalsh(J)
+    assert float(ev[0]) > -1e-12
+    lam, v = C.jacobian_lambda_max(p, n_iter=500, random_state=s)
+    assert abs(lam - float(ev[-1])) < 1e-6
+
+
+def test_jacobian_closed_forms():
+    assert C.jacobian_lambda_max(np.eye(7)[2], random_state=0)[0] == pytest.approx(0.0, abs=1e-14)
+    for n in (1, 2, 3, 10, 64):
+        lam, _ = C.jacobian_lambda_max(np.full(n, 1.0 / n), random_state=0)
+        assert lam == pytest.approx(0.0 if n == 1 else 1.0 / n, abs=1e-9)
+    assert C.jacobian_lambda_max(np.r_[0.5, 0.5], random_state=0)[0] == pytest.approx(0.5, abs=1e-9)
+    # against autograd's Jacobian of softmax at log p
+    p = torch.tensor(np.random.default_rng(0).dirichlet(np.ones(6)))
+    ref = torch.autograd.functional.jacobian(lambda z: torch.softmax(z, -1), p.log())
+    assert torch.allclose(C.softmax_jacobian(p), ref, atol=1e-12)
+
+
+def test_head_metrics_on_hand_made_attention():
+    # every row one-hot (a perfect copy head): B1 = 0 for every row of the original;
+    # the bilinear resize keeps one-hot rows when the size equals T
+    A = torch.eye(5)
+    b1, v, b3 = C.head_jacobian_metrics(A, size=5, n_rows=5, random_state=0)
+    assert b1 == pytest.approx(0.0, abs=1e-12) and b3 == 0.0
+    # every row a two-way split: B1 = 1/2 and a rank-one spectrum (effective rank 1)
+    A = torch.zeros(4, 4)
+    A[:, 0] = A[:, 1] = 0.5
+    b1, v, b3 = C.head_jacobian_metrics(A, size=4, n_rows=4, random_state=0)
+    assert b1 == pytest.approx(0.5, abs=1e-9) and b3 == pytest.approx(1.0, abs=1e-9)
+    assert abs(abs(v[0]) - 2 ** -0.5) < 1e-6 and abs(v[0] + v[1]) < 1e-6
+    # uniform rows over n: B1 = 1/n, effective rank n - 1 (n - 1 equal eigenvalues 1/n and one 0)
+    b1, _, b3 = C.head_jacobian_metrics(torch.full((6, 6), 1 / 6), size=6, n_rows=6, random_state=0)
+    assert b1 == pytest.approx(1 / 6, abs=1e-9) and b3 == pytest.approx(5.0, abs=1e-6)
+
+
+def test_power_scale_and_key_heads():
+    g = np.array([0.1, -0.4, 0.05, 0.0])
+    g2, gamma = C.power_scale(g)
+    assert gamma >= 1.0 and np.allclose(np.abs(g2).max(), 0.4) and np.all(np.sign(g2) == np.sign(g))
+    assert C.power_scale(np.zeros(3))[1] == 1.0
+    n, L, H, S = 3, 2, 3, 4
+    z = np.zeros((n, L, H))
+    safe = C.HeadMetrics(layers=[0, 1], b1=z.copy(), b2=np.zeros((n, L, H, S)), b3=z.copy(), b2_centroid=z.copy())
+    b1 = z.copy()
+    b1[:, 0, 2] = 0.3  # unsafe B1 larger at head 2 of layer 0, head 0 of layer 1
+    b1[:, 1, 0] = 0.1
+    unsafe = C.HeadMetrics(layers=[0, 1], b1=b1, b2=np.zeros((n, L, H, S)), b3=z.copy(), b2_centroid=z.copy())
+    k = C.key_heads(safe, unsafe)
+    assert k["B1"] == [(0, 2), (1, 0)] and k["B2"] == [] and k["union"] == [(0, 2), (1, 0)]
+
+
+# ---------------------------------------------------------------- models: identities and planted heads
+@pytest.mark.parametrize("shape", [dict(n_layer=2, n_head=2, n_embd=16), dict(n_layer=3, n_head=4, n_embd=32)])
+def test_temperature_one_and_no_heads_are_the_identity(data, shape):
+    ts, tok = data
+    m = tiny(vocab=len(tok), **shape)
+    x = tok(ts.texts[:4], return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        base = m(x).logits
+        with C.head_temperature(m, [(0, 1), (1, 0)], 1.0):
+            same = m(x).logits
+        with C.head_temperature(m, [(0, 1)], 0.5):
+            other = m(x).logits
+        after = m(x).logits
+    assert torch.allclose(base, same, atol=1e-5) and torch.equal(base, after)
+    assert m.config._attn_implementation == "sdpa"
+    # oracle: a temperature on head (0, 1) equals dividing that head's query weights by it
+    dh = shape["n_embd"] // shape["n_head"]
+    m2 = tiny(vocab=len(tok), **shape)
+    m2.load_state_dict(m.state_dict())
+    with torch.no_grad():
+        m2.transformer.h[0].attn.c_attn.weight[:, dh: 2 * dh] /= 0.5
+        m2.transformer.h[0].attn.c_attn.bias[dh: 2 * dh] /= 0.5
+        ref = m2(x).logits
+    assert torch.allclose(other, ref, atol=1e-5) and not torch.equal(other, base)
+
+
+@pytest.mark.parametrize("shape", [dict(n_layer=2, n_head=2, n_embd=16), dict(n_layer=3, n_head=4, n_embd=32)])
+def test_ablation_zeroes_exactly_the_planted_head(data, shape):
+    """A head whose value projection is zero contributes nothing: ablating it changes nothing,
+    and ablating a live head changes the output exactly as zeroing its c_proj columns does."""
+    ts, tok = data
+    m = tiny(vocab=len(tok), **shape)
+    d = shape["n_embd"]
+    dh = d // shape["n_head"]
+    with torch.no_grad():
+        m.transformer.h[1].attn.c_attn.weight[:, 2 * d: 2 * d + dh] = 0  # value of head 0, layer 1
+        m.transformer.h[1].attn.c_attn.bias[2 * d: 2 * d + dh] = 0
+    texts, idx = ts.texts, ts.copy_index
+    out = C.head_ablation(m, tok, texts, idx)
+    assert out["rate_drop"].shape == (shape["n_layer"], shape["n_head"])
+    assert abs(out["prob_drop"][1, 0]) < 1e-9 and out["rate_drop"][1, 0] == 0
+    # reference: delete head (0, 1) by zeroing its rows of c_proj in a copy
+    m2 = tiny(vocab=len(tok), **shape)
+    m2.load_state_dict(m.state_dict())
+    with torch.no_grad():
+        m2.transformer.h[0].attn.c_proj.weight[dh: 2 * dh, :] = 0
+    r2, p2 = C.copy_rate(m2, tok, texts, idx)
+    assert out["base_prob"] - out["prob_drop"][0, 1] == pytest.approx(p2, abs=1e-6)
+    together = C.head_ablation(m, tok, texts, idx, heads=[(0, 1)])
+    assert together["prob_drop"] == pytest.approx(out["prob_drop"][0, 1], abs=1e-9)
+
+
+def test_copy_rate_on_a_hand_built_copier(data):
+    """A one-layer model whose only head attends to the payload and whose readout is the
+    embedding copies perfectly; ablating that head destroys it."""
+    ts, tok = data
+    vocab = tok.get_vocab()
+    m = tiny(n_layer=1, n_head=1, n_embd=len(tok), vocab=len(tok))
+    V = len(tok)
+    pay_ids = [i for w, i in vocab.items() if w.startswith("pay")]
+    with torch.no_grad():
+        for p in m.parameters():
+            p.zero_()
+        m.transformer.wte.weight.copy_(torch.eye(V) * 10)  # one-hot embeddings (lm_head is tied)
+        ln = [m.transformer.h[0].ln_1, m.transformer.h[0].ln_2, m.transformer.ln_f]
+        for norm in ln:
+            norm.weight.fill_(1.0)
+        W = m.transformer.h[0].attn.c_attn.weight  # (d, 3d): x @ W -> q, k, v
+        W[:, :V] = 0
+        W[:, 2 * V:] = torch.eye(V)  # value = input
+        for i in pay_ids:
+            W[i, V + i] = 0
+        m.transformer.h[0].attn.c_attn.bias[:V] = 1.0  # constant query ...
+        for i in pay_ids:
+            W[i, V:2 * V] = 0
+            W[i, V + 0] = 40.0  # ... meets a key that only payload words have
+        m.transformer.h[0].attn.c_proj.weight.copy_(torch.eye(V) * 50)
+    _, unsafe = ts.split()
+    rate, prob = C.copy_rate(m, tok, unsafe, ts.copy_index)
+    assert rate == 1.0
+    assert C.head_ablation(m, tok, unsafe, ts.copy_index)["rate_drop"][0, 0] == 1.0
+
+
+@pytest.mark.parametrize("shape", [dict(n_layer=2, n_head=2, n_embd=16), dict(n_layer=3, n_head=4, n_embd=32)])
+def test_pipeline_runs_on_two_sizes(data, shape):
+    ts, tok = data
+    m = tiny(vocab=len(tok), **shape)
+    safe, unsafe = ts.split()
+    g = C.layer_angle_gap(m, tok, safe, unsafe, n_pairs=10, width=2, random_state=0)
+    assert g.gap.shape == (shape["n_layer"],) and len(g.window) == 2
+    assert np.isclose(g.gap[g.window].mean(), max(g.gap[i:i + 2].mean() for i in range(shape["n_layer"] - 1)))
+    hm = C.attention_head_metrics(m, tok, safe[:3], g.window, size=8, query_from=KW["request_len"] + 2, random_state=0)
+    assert hm.b1.shape == (3, 2, shape["n_head"]) and hm.b2.shape == (3, 2, shape["n_head"], 8)
+    assert np.all(hm.b1 <= 0.5 + 1e-9) and np.all(hm.b1 >= -1e-12)
+    assert np.allclose(np.linalg.norm(hm.b2, axis=-1), 1.0, atol=1e-6)
+    # the same text in both groups: every gap zero
+    same = C.attention_head_metrics(m, tok, [safe[0]] * 2, [0], size=8, random_state=0)
+    assert np.allclose(same.b1[0], same.b1[1])
+
+
+def test_angle_gap_identical_groups_have_zero_nn_angle(data):
+    ts, tok = data
+    m = tiny(vocab=len(tok))
+    t = ts.texts[0]
+    g = C.layer_angle_gap(m, tok, [t, t], [t], n_pairs=5, width=1, random_state=0)
+    assert np.allclose(g.theta_nn, 0, atol=1e-4) and np.all(g.gap == 0) and np.all(g.cos_gap == 0)
