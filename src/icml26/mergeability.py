@@ -798,6 +798,8 @@ def _check_pairs(pairs, n_tasks: int) -> list[tuple[int, int]]:
     for pr in pairs:
         if not (isinstance(pr, (tuple, list)) and len(pr) == 2):
             raise ValueError(f"pair {pr!r} is not an (a, b) pair")
+        if not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in pr):
+            raise TypeError(f"pair {pr!r} must hold integer task indices")
         a, b = (int(x) for x in pr)
         if not (0 <= a < n_tasks and 0 <= b < n_tasks) or a == b:
             raise ValueError(f"pair {pr!r} needs two different task indices in 0..{n_tasks - 1}")
@@ -1274,8 +1276,7 @@ def loto_mergeability(
 
     M, y = _check_xy(M, y)
     lam, lr, max_steps, patience = _check_fit_args(lam, lr, max_steps, patience, objective)
-    n_tasks = max(max(p) for p in pairs) + 1 if len(pairs) else 0
-    pairs = _check_pairs(pairs, n_tasks)
+    pairs = _check_pairs(pairs, 2**31)
     if len(pairs) != M.shape[0]:
         raise ValueError(f"pairs has {len(pairs)} entries but M has {M.shape[0]} rows")
     tasks = sorted({t for p in pairs for t in p})
@@ -1287,8 +1288,7 @@ def loto_mergeability(
         tr = np.array([h not in p for p in pairs])
         train_masks.append(tr)
         val_idx.append(np.flatnonzero(~tr))
-        Xtr, Xall = _minmax(Mt[torch.from_numpy(tr)], Mt)
-        Xs.append(Xall)
+        Xs.append(_minmax(Mt[torch.from_numpy(tr)], Mt)[1])
     Xf = torch.stack(Xs)  # (F, P, d): all pairs scaled with each fold's training statistics
     mtr = torch.from_numpy(np.stack(train_masks)).double()
     coef = _fit_batched(Xf, yt, mtr, lam, lr, max_steps, patience, 1e-4, 0.1, torch_generator(random_state), objective)
