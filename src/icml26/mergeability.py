@@ -673,13 +673,13 @@ def merge_tsv(base, task_vectors, *, alpha: float = 1.0) -> dict[str, torch.Tens
         k = max(1, min(b.shape) // T)
         Us, Ss, Vs = [], [], []
         for d in deltas:
-            U, S, Vh = torch.linalg.svd(d, full_matrices=False)  # (m, r), (r,), (r, n)
+            U, S, Vh = torch.linalg.svd(d.double(), full_matrices=False)  # (m, r), (r,), (r, n); float64 for stability
             Us.append(U[:, :k])
             Ss.append(S[:k])
             Vs.append(Vh[:k].T)
         U_cat, S_cat, V_cat = torch.cat(Us, 1), torch.cat(Ss), torch.cat(Vs, 1)  # (m, Tk), (Tk,), (n, Tk)
         delta = _orthogonalise(U_cat) @ torch.diag(S_cat) @ _orthogonalise(V_cat).T
-        out[key] = b + alpha * delta
+        out[key] = b + alpha * delta.to(b.dtype)
     return out
 
 
