@@ -194,7 +194,7 @@ def _conductance_many(
         # sum_k dF/dh(x(alpha_k)) * (h(x(alpha_{k+1})) - h(x(alpha_k))), k = 0..m-1
         diff = h[n:] - h[:-n]  # (m*n, ...)
         prod = (g[:-n] * diff).reshape((n_steps, n) + tuple(h.shape[1:]))
-        result[name] = prod.sum(0)  # (n, ...)
+        result[name] = prod.sum(0).detach()  # (n, ...)
     return result
 
 
