@@ -137,6 +137,11 @@ def test_rank_pattern_survives_peft_first_match_rule():
 def test_adalora_wraps_and_counts_active_ranks():
     net = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
     pm = C.make_adalora_model(net, ["0", "2"], target_r=2, init_r=4, total_step=20, random_state=0)
+    assert C.lora_param_count(pm) == 0  # peft starts the singular values at zero: no rank is active yet
+    with torch.no_grad():
+        for name, p in pm.named_parameters():
+            if "lora_E" in name:
+                p.fill_(1.0)
     assert C.lora_param_count(pm) == 4 * (6 + 8 + 1) + 4 * (8 + 2 + 1)
 
 

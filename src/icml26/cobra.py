@@ -103,7 +103,8 @@ def _int_vector(x: Any, name: str, *, low: int = 1) -> np.ndarray:
 
 
 def _path_alphas(n_steps: int) -> torch.Tensor:
-    return torch.linspace(0.0, 1.0, n_steps + 1, dtype=torch.float64)
+    # k/m in float32, then widened: the same path points as captum's riemann_trapezoid alphas
+    return torch.linspace(0.0, 1.0, n_steps + 1, dtype=torch.float32).double()
 
 
 def _select_target(out: torch.Tensor, target: Any, n: int, reps: int) -> torch.Tensor:
