@@ -1,0 +1,176 @@
+"""Tests of icml26.cobra: conductance against captum and closed forms, TA-LC, allocation under a budget, peft wiring."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from icml26 import cobra as C
+
+captum_attr = pytest.importorskip("captum.attr")
+
+
+def _mlp(seed: int = 0) -> torch.nn.Sequential:
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(
+        torch.nn.Linear(5, 7), torch.nn.Tanh(), torch.nn.Linear(7, 6), torch.nn.Tanh(), torch.nn.Linear(6, 3)
+    ).double()
+
+
+@pytest.mark.parametrize("layer_index", [0, 1, 2, 3])
+def test_conductance_equals_captum_on_the_same_inputs(layer_index):
+    net = _mlp()
+    x = torch.randn(6, 5, dtype=torch.float64)
+    base = 0.3 * torch.randn(1, 5, dtype=torch.float64)
+    target = torch.tensor([0, 1, 2, 0, 1, 2])
+    ref = captum_attr.LayerConductance(net, net[layer_index]).attribute(
+        x, baselines=base.expand_as(x), target=target, n_steps=24, method="riemann_trapezoid"
+    )
+    ours = C.layer_conductance(net, net[layer_index], x, base, target=target, n_steps=24)
+    assert ours.shape == ref.shape
+    assert torch.allclose(ours, ref, atol=1e-12, rtol=0)
+
+
+def test_conductance_of_a_linear_layer_in_a_linear_network_is_closed_form():
+    # F(x) = w2 . (W1 x + b1) + b2; conductance of unit j of h = W1 x + b1 is w2_j (W1 (x - x'))_j, exactly
+    torch.manual_seed(1)
+    lin1, lin2 = torch.nn.Linear(4, 3).double(), torch.nn.Linear(3, 1).double()
+    net = torch.nn.Sequential(lin1, lin2)
+    x = torch.randn(5, 4, dtype=torch.float64)
+    xb = torch.randn(5, 4, dtype=torch.float64)
+    ours = C.layer_conductance(net, lin1, x, xb, n_steps=3)
+    exact = lin2.weight[0].detach() * ((x - xb) @ lin1.weight.detach().T)
+    assert torch.allclose(ours, exact, atol=1e-12)
+
+
+def test_completeness_within_two_percent_for_a_layer_that_cuts_the_network():
+    net = _mlp(2)
+    x = torch.randn(16, 5, dtype=torch.float64)
+    with torch.no_grad():
+        delta = net(x)[:, 1] - net(torch.zeros_like(x))[:, 1]
+    for layer in (net[0], net[1], net[2]):
+        total = C.layer_conductance(net, layer, x, target=1, n_steps=200).sum(1)
+        rel = ((total - delta).abs() / delta.abs()).max()
+        assert rel < 0.02, float(rel)
+
+
+def test_layer_contributions_match_the_per_layer_conductance():
+    net = _mlp(3)
+    x = torch.randn(10, 5, dtype=torch.float64)
+    layers = {"a": net[1], "b": net[3]}
+    got = C.layer_contributions(net, layers, x, target="all", n_steps=8, batch_size=3)
+    want = [sum(float(C.layer_conductance(net, m, x, target=t, n_steps=8).abs().sum()) for t in range(3)) / 10 for m in layers.values()]
+    np.testing.assert_allclose(got, want, rtol=1e-10)
+
+
+def test_ta_lc_endpoints_and_geometric_mean():
+    c, g = np.array([1.0, 2.0, 7.0]), np.array([5.0, 3.0, 2.0])
+    np.testing.assert_allclose(C.ta_lc(c, g, 1.0), c / c.sum())
+    np.testing.assert_allclose(C.ta_lc(c, g, 0.0), g / g.sum())
+    mid = np.sqrt(c / c.sum() * g / g.sum())
+    np.testing.assert_allclose(C.ta_lc(c, g, 0.5), mid / mid.sum())
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    dims=st.lists(st.tuples(st.integers(1, 300), st.integers(1, 300)), min_size=1, max_size=12),
+    extra=st.integers(0, 5000),
+    weights=st.lists(st.floats(0.0, 10.0), min_size=12, max_size=12),
+    min_rank=st.integers(0, 2),
+)
+def test_largest_remainder_never_exceeds_the_budget(dims, extra, weights, min_rank):
+    costs = np.array([a + b for a, b in dims])
+    mx = np.array([max(min(a, b), 2) for a, b in dims])
+    budget = int(costs.sum() * min_rank + extra) or 1
+    w = np.array(weights[: len(dims)]) + 1e-3
+    targets = w / w.sum() * budget / costs * 1.5  # deliberately over-asks
+    r = C.largest_remainder_ranks(targets, costs, budget, min_rank=min_rank, max_ranks=mx)
+    assert int((r * costs).sum()) <= budget
+    assert np.all(r >= min_rank) and np.all(r <= mx)
+    s = C.share_ranks(w, costs, budget, min_rank=min_rank, max_ranks=mx)
+    assert int((s * costs).sum()) <= budget and np.all(s >= min_rank)
+
+
+def test_largest_remainder_keeps_integral_targets_and_fills_by_remainder():
+    costs = np.array([10, 10, 10])
+    np.testing.assert_array_equal(C.largest_remainder_ranks([2, 3, 1], costs, 60), [2, 3, 1])
+    # targets 1.6, 1.3, 3.1 with budget 60: floors 1, 1, 3 (50), one more rank to the largest remainder
+    np.testing.assert_array_equal(C.largest_remainder_ranks([1.6, 1.3, 3.1], costs, 60), [2, 1, 3])
+
+
+def test_dirichlet_allocation_is_seeded_within_budget_and_follows_p():
+    costs = np.array([96, 128, 128, 68])
+    p = np.array([0.1, 0.5, 0.3, 0.1])
+    a = C.dirichlet_rank_allocation(p, costs, 4 * costs.sum(), steps=60, random_state=3)
+    b = C.dirichlet_rank_allocation(p, costs, 4 * costs.sum(), steps=60, random_state=3)
+    np.testing.assert_array_equal(a.ranks, b.ranks)
+    np.testing.assert_allclose(a.shares, b.shares)
+    assert a.cost <= 4 * costs.sum() and a.cost == int((a.ranks * costs).sum())
+    assert np.argmax(a.ranks) == 1 and a.ranks[1] > a.ranks[0]
+    assert abs(a.shares.sum() - 1) < 1e-12 and np.all(np.isfinite(a.elbo))
+    flat = C.dirichlet_rank_allocation(np.ones(3), [50, 50, 50], 600, steps=50, random_state=0)
+    np.testing.assert_array_equal(flat.ranks, [4, 4, 4])
+
+
+def test_rank_pattern_survives_peft_first_match_rule():
+    # names that are suffixes / prefixes of each other: "1" vs "11", "a.lin" vs "b.a.lin"
+    inner = torch.nn.Module()
+    inner.lin = torch.nn.Linear(8, 8)
+    model = torch.nn.Module()
+    model.a = torch.nn.Module()
+    model.a.lin = torch.nn.Linear(8, 8)
+    model.b = torch.nn.Module()
+    model.b.a = inner
+    model.seq = torch.nn.Sequential(*[torch.nn.Linear(8, 8) for _ in range(12)])
+    ranks = {"a.lin": 2, "b.a.lin": 5, "seq.1": 3, "seq.11": 6}
+    pm = C.make_lora_model(model, ranks, random_state=0)
+    for name, r in ranks.items():
+        mod = pm.base_model.model.get_submodule(name)
+        assert mod.lora_A["default"].weight.shape == (r, 8), name
+        assert mod.scaling["default"] == pytest.approx(2.0)
+    assert C.lora_param_count(pm) == sum(16 * r for r in ranks.values())
+
+
+def test_adalora_wraps_and_counts_active_ranks():
+    net = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
+    pm = C.make_adalora_model(net, ["0", "2"], target_r=2, init_r=4, total_step=20, random_state=0)
+    assert C.lora_param_count(pm) == 0  # peft starts the singular values at zero: no rank is active yet
+    with torch.no_grad():
+        for name, p in pm.named_parameters():
+            if "lora_E" in name:
+                p.fill_(1.0)
+    assert C.lora_param_count(pm) == 4 * (6 + 8 + 1) + 4 * (8 + 2 + 1)
+
+
+def test_train_lora_reduces_the_loss_and_records_gradients():
+    task = C.highrank_regression_task([0, 3, 1], d_in=6, width=8, d_out=2, n_train=256, n_test=64, random_state=0)
+    pm = C.make_lora_model(task.base, dict.fromkeys(task.layer_names, 2), random_state=0)
+
+    def loss(m, xb, yb):
+        return ((m(xb) - yb) ** 2).mean()
+
+    out = C.train_lora(pm, loss, task.X_train, task.y_train, steps=80, lr=1e-2, batch_size=64, record_grad_norms=True, random_state=0)
+    assert out["loss"][-10:].mean() < out["loss"][:10].mean()
+    assert set(out["grad_norms"]) == set(task.layer_names)
+    g, warm = C.lora_gradient_demand(task.base, task.layer_names, loss, task.X_train, task.y_train, steps=5, random_state=1)
+    assert g.shape == (3,) and np.all(g > 0)
+
+
+def test_regression_task_plants_the_requested_ranks():
+    task = C.highrank_regression_task([2, 0, 5, 1], d_in=10, width=12, d_out=3, n_train=8, n_test=4, random_state=4)
+    target = task.extra["target"]
+    for i, name in enumerate(task.layer_names):
+        dW = target.get_submodule(name).weight - task.base.get_submodule(name).weight
+        assert np.linalg.matrix_rank(dW.double().numpy(), tol=1e-4) == task.true_ranks[i]
+    np.testing.assert_array_equal(task.costs, [22, 24, 24, 15])
+
+
+def test_encoder_task_is_small_and_labelled():
+    task = C.marker_encoder_task(vocab=12, seq_len=6, hidden=16, layers=1, heads=2, pretrain_steps=2, n_corpus=32,
+                                 n_train=40, n_test=20, random_state=0)
+    assert task.X_train.shape == (40, 7) and set(task.y_train.tolist()) <= {0, 1}
+    assert len(task.module_names) == 6 and task.costs.tolist()[0] == 32
+    assert not any(p.requires_grad for p in task.model.parameters())

@@ -1,0 +1,317 @@
+"""icml26.mergeability against exact oracles and against peft's merge utilities."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from peft.utils import merge_utils as pm
+
+from icml26 import mergeability as mg
+
+SMALL = [("identity", "parity"), ("hflip", "digit"), ("invert", "mod3"), ("noise", "ge5")]
+
+
+@pytest.fixture(scope="module")
+def setup4():
+    torch.set_num_threads(1)
+    tasks = mg.make_digit_tasks(SMALL, random_state=1)
+    base = mg.pretrain_backbone(tasks.X_pretrain, tasks.y_pretrain, hidden=32, epochs=5, random_state=1)
+    ft = mg.finetune_tasks(base, tasks, epochs=3, random_state=1)
+    return tasks, base, ft
+
+
+def _tvs(rng, shapes, n=2):
+    return [{k: torch.from_numpy(rng.normal(size=s)) for k, s in shapes.items()} for _ in range(n)]
+
+
+SHAPES = {"w": (5, 4), "b": (5,)}
+
+
+# ----------------------------------------------------------------------------- direct implementations
+
+
+def ties_direct(flat: list[np.ndarray], density: float) -> np.ndarray:
+    """TIES by the paper's three steps on flat vectors: trim, elect sign, disjoint mean."""
+    trimmed = []
+    for v in flat:
+        k = int(density * v.size)
+        keep = np.argsort(-np.abs(v), kind="stable")[:k]
+        t = np.zeros_like(v)
+        t[keep] = v[keep]
+        trimmed.append(t)
+    S = np.stack(trimmed)
+    elected = np.where(S.sum(0) >= 0, 1.0, -1.0)
+    agree = np.sign(S) == elected
+    return (S * agree).sum(0) / np.maximum(agree.sum(0), 1)
+
+
+def test_ties_matches_direct_implementation():
+    rng = np.random.default_rng(0)
+    base = {k: torch.from_numpy(rng.normal(size=s)) for k, s in SHAPES.items()}
+    tvs = _tvs(rng, SHAPES, 3)
+    merged = mg.merge_ties(base, tvs, density=0.2, lam=1.0)
+    flat = [np.concatenate([tv[k].numpy().ravel() for k in SHAPES]) for tv in tvs]
+    want = ties_direct(flat, 0.2)
+    got = np.concatenate([(merged[k] - base[k]).numpy().ravel() for k in SHAPES])
+    np.testing.assert_allclose(got, want, atol=1e-12)
+    # the peft function itself, on the same flat tensors
+    ref = pm.ties([torch.from_numpy(f) for f in flat], torch.ones(3, dtype=torch.float64), density=0.2)
+    np.testing.assert_allclose(ref.numpy(), want, atol=1e-12)
+
+
+def test_ties_lambda_scales_and_all_agreeing_signs_give_mean():
+    base = {"w": torch.zeros(2, 2)}
+    tvs = [{"w": torch.tensor([[1.0, 2.0], [3.0, 4.0]])}, {"w": torch.tensor([[3.0, 2.0], [1.0, 4.0]])}]
+    m = mg.merge_ties(base, tvs, density=0.999, lam=2.0)  # density just below 1: trims floor(0.999*4) = 3 entries
+    # top-3 of each: [2,3,4] and [3,2,4] (ties by topk order) -> compare with the direct version
+    want = ties_direct([tv["w"].numpy().ravel() for tv in tvs], 0.999)
+    np.testing.assert_allclose(m["w"].numpy().ravel(), 2.0 * want, atol=1e-6)
+
+
+def test_dare_matches_direct_implementation_with_the_same_masks():
+    rng = np.random.default_rng(1)
+    base = {k: torch.from_numpy(rng.normal(size=s)) for k, s in SHAPES.items()}
+    tvs = _tvs(rng, SHAPES, 2)
+    merged = mg.merge_dare(base, tvs, drop=0.9, random_state=7)
+    flat = [torch.cat([tv[k].reshape(-1) for k in SHAPES]) for tv in tvs]
+    torch.manual_seed(mg.seed_from(7))
+    masks = [torch.bernoulli(torch.full_like(f, 0.1)) for f in flat]  # peft draws one mask per tensor, in order
+    want = sum(0.5 * f * mk / 0.1 for f, mk in zip(flat, masks, strict=True))
+    got = torch.cat([(merged[k] - base[k]).reshape(-1) for k in SHAPES])
+    torch.testing.assert_close(got, want, atol=1e-12, rtol=0)
+    # reproducible, and the caller's global generator is left alone
+    torch.manual_seed(123)
+    before = torch.rand(1)
+    torch.manual_seed(123)
+    again = mg.merge_dare(base, tvs, drop=0.9, random_state=7)
+    after = torch.rand(1)
+    assert torch.equal(before, after)
+    for k in SHAPES:
+        assert torch.equal(again[k], merged[k])
+
+
+def test_dare_is_unbiased_in_expectation():
+    base = {"w": torch.zeros(200, 50, dtype=torch.float64)}
+    tvs = [{"w": torch.ones(200, 50, dtype=torch.float64)}, {"w": 3 * torch.ones(200, 50, dtype=torch.float64)}]
+    m = mg.merge_dare(base, tvs, drop=0.5, random_state=0)
+    assert abs(float(m["w"].mean()) - 2.0) < 0.05  # mean of the rescaled sparse updates
+
+
+def test_task_arithmetic_and_weight_average_are_the_sums():
+    rng = np.random.default_rng(2)
+    base = {k: torch.from_numpy(rng.normal(size=s)) for k, s in SHAPES.items()}
+    tvs = _tvs(rng, SHAPES, 2)
+    ta = mg.merge_task_arithmetic(base, tvs, 0.7)
+    wa = mg.merge_weight_average(base, tvs)
+    for k in SHAPES:
+        torch.testing.assert_close(ta[k], base[k] + 0.7 * (tvs[0][k] + tvs[1][k]))
+        torch.testing.assert_close(wa[k], base[k] + 0.5 * (tvs[0][k] + tvs[1][k]))
+        torch.testing.assert_close(mg.merge_task_arithmetic(base, tvs, 0.5)[k], wa[k])
+
+
+def test_tsv_of_orthogonal_low_rank_updates_is_their_sum():
+    """Updates with orthogonal row and column spaces and rank <= k survive TSV unchanged."""
+    rng = np.random.default_rng(3)
+    Q1, _ = np.linalg.qr(rng.normal(size=(8, 8)))
+    Q2, _ = np.linalg.qr(rng.normal(size=(6, 6)))
+    d1 = Q1[:, :3] @ np.diag([3.0, 1.0, 0.7]) @ Q2[:, :3].T  # rank k = min(8, 6) // 2 = 3 each
+    d2 = Q1[:, 3:6] @ np.diag([2.0, 0.5, 0.2]) @ Q2[:, 3:6].T
+    base = {"w": torch.zeros(8, 6, dtype=torch.float64), "b": torch.zeros(8, dtype=torch.float64)}
+    tvs = [{"w": torch.from_numpy(d1), "b": torch.ones(8, dtype=torch.float64)},
+           {"w": torch.from_numpy(d2), "b": 3 * torch.ones(8, dtype=torch.float64)}]
+    m = mg.merge_tsv(base, tvs)
+    np.testing.assert_allclose(m["w"].numpy(), d1 + d2, atol=1e-10)
+    np.testing.assert_allclose(m["b"].numpy(), 2.0, atol=1e-12)
+
+
+def test_tsv_keeps_a_fraction_of_components_and_orthogonal_factors():
+    rng = np.random.default_rng(4)
+    base = {"w": torch.zeros(10, 10, dtype=torch.float64)}
+    tvs = [{"w": torch.from_numpy(rng.normal(size=(10, 10)))} for _ in range(2)]
+    m = mg.merge_tsv(base, tvs)["w"].numpy()
+    # rank of the merged update is at most T * floor(10 / T) = 10; singular values are the kept ones
+    kept = np.sort(np.concatenate([np.linalg.svd(tv["w"].numpy(), compute_uv=False)[:5] for tv in tvs]))[::-1]
+    np.testing.assert_allclose(np.linalg.svd(m, compute_uv=False), kept, rtol=1e-8)
+
+
+# ----------------------------------------------------------------------------- metrics
+
+
+def test_vectorised_metrics_equal_the_pairwise_loop(setup4):
+    tasks, base, ft = setup4
+    pairs = mg.task_pairs(tasks.n_tasks)
+    fast = mg.pairwise_metrics(base, ft, tasks, pairs, n_grad=6, n_act=5, subspace_k=4, sv_k=8)
+    slow = mg.pairwise_metrics_loop(base, ft, tasks, pairs, n_grad=6, n_act=5, subspace_k=4, sv_k=8)
+    assert fast.shape == (6, len(mg.METRIC_NAMES)) == (6, 28)
+    np.testing.assert_allclose(fast, slow, rtol=1e-8, atol=1e-10)
+
+
+def test_metric_closed_forms(setup4):
+    tasks, base, ft = setup4
+    M = mg.pairwise_metrics(base, ft, tasks, [(0, 1)])[0]
+    col = dict(zip(mg.METRIC_NAMES, M, strict=True))
+    ta, tb = (np.concatenate([(ft.params[k][t].double() - base[k].double()).numpy().ravel() for k in base]) for t in (0, 1))
+    cos = ta @ tb / np.linalg.norm(ta) / np.linalg.norm(tb)
+    assert math.isclose(col["task_vector_cosine_similarity"], cos, rel_tol=1e-9)
+    assert math.isclose(col["weight_space_angle"], math.degrees(math.acos(cos)), rel_tol=1e-9)
+    s = np.linalg.svd(np.stack([ta, tb]), compute_uv=False)
+    p = s / s.sum()
+    assert math.isclose(col["effective_rank"], math.exp(-(p * np.log(p)).sum()), rel_tol=1e-7)
+    assert math.isclose(col["stable_rank"], s.sum() ** 2 / (s**2).sum(), rel_tol=1e-9)
+    assert 1.0 <= col["effective_rank"] <= 2.0
+    for n in ("right_subspace_overlap_top_k", "interaction_matrix_overlap_top_k"):
+        assert 0.0 <= col[n] <= 1.0 + 1e-12
+
+
+def test_identical_models_have_maximal_overlap(setup4):
+    tasks, base, ft = setup4
+    twin = mg.FineTuned(
+        params={k: torch.stack([v[0], v[0]]) for k, v in ft.params.items()},
+        head_weight=torch.stack([ft.head_weight[0]] * 2), head_bias=torch.stack([ft.head_bias[0]] * 2),
+        test_accuracy=ft.test_accuracy[:2], val_accuracy=ft.val_accuracy[:2],
+    )
+    two = mg.make_digit_tasks(SMALL[:1] + [("hflip", "parity")], random_state=1)
+    # the same model evaluated on the same task data: make both tasks' data the first task's
+    same = mg.DigitTasks(names=("a", "b"), n_classes=np.array([2, 2]), X_pretrain=two.X_pretrain, y_pretrain=two.y_pretrain,
+                         **{f"{v}_{s}": np.stack([getattr(two, f"{v}_{s}")[0]] * 2) for v in "Xy" for s in ("train", "val", "test")})
+    col = dict(zip(mg.METRIC_NAMES, mg.pairwise_metrics(base, twin, same, [(0, 1)])[0], strict=True))
+    for n in ("task_vector_cosine_similarity", "right_subspace_overlap_top_k", "interaction_matrix_overlap_top_k",
+              "encoder_gradient_cosine_similarity", "input_gradient_cosine_similarity", "activation_cosine_similarity"):
+        assert math.isclose(col[n], 1.0, rel_tol=1e-9), n
+    for n in ("task_vector_l2_distance", "encoder_gradient_l2_distance", "input_gradient_l2_distance"):
+        assert abs(col[n]) < 1e-6, n
+    assert math.isclose(col["effective_rank"], 1.0, abs_tol=1e-6)
+
+
+# ----------------------------------------------------------------------------- predictor
+
+
+def test_pearson_predictor_recovers_a_planted_linear_relation():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(300, 6))
+    w_true = np.array([0.5, -0.3, 0.0, 0.0, 0.2, 0.0])
+    y = X @ w_true + 1.7
+    w = mg.fit_pearson_l1(X, y, lam=0.0, max_steps=2000, random_state=0)
+    cos = w @ w_true / np.linalg.norm(w) / np.linalg.norm(w_true)
+    assert cos > 0.999  # Pearson is scale free: the direction is what is identified
+    r = np.corrcoef(X @ w, y)[0, 1]
+    assert r > 0.999
+    # with an L1 weight the irrelevant metrics go to (exactly) zero and the signs are kept
+    ws = mg.fit_pearson_l1(X, y, lam=0.5, random_state=0)
+    assert np.all(ws[[2, 3, 5]] == 0) and np.all(np.sign(ws[[0, 1, 4]]) == np.sign(w_true[[0, 1, 4]]))
+
+
+def test_mse_objective_recovers_scale():
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-1, 1, size=(200, 3))
+    w_true = np.array([0.4, -0.2, 0.1])
+    w = mg.fit_pearson_l1(X, X @ w_true, lam=0.0, objective="mse", max_steps=1000, patience=1000, random_state=0)
+    np.testing.assert_allclose(w, w_true, atol=0.02)
+
+
+def test_loto_folds_use_training_statistics_only():
+    rng = np.random.default_rng(2)
+    pairs = mg.task_pairs(6)
+    M = rng.normal(size=(len(pairs), 4))
+    y = M @ np.array([1.0, -1.0, 0.0, 0.5]) + 0.1 * rng.normal(size=len(pairs))
+    res = mg.loto_mergeability(M, y, pairs, lam=0.0, random_state=0)
+    assert res.coef.shape == (6, 4) and res.fold_r.shape == (6,)
+    assert np.all(res.fold_r > 0.8) and res.pooled_r > 0.5
+    # fold 0 holds out task 0: its coefficients cannot depend on the pairs containing task 0
+    M2, y2 = M.copy(), y.copy()
+    val0 = [i for i, p in enumerate(pairs) if 0 in p]
+    M2[val0] = 1e3 * rng.normal(size=(len(val0), 4))
+    y2[val0] = rng.normal(size=len(val0))
+    res2 = mg.loto_mergeability(M2, y2, pairs, lam=0.0, random_state=0)
+    np.testing.assert_allclose(res2.coef[0], res.coef[0])
+
+
+def test_batched_folds_equal_single_fits():
+    """The batched LOTO fit equals fitting each fold alone (same init, same stopping)."""
+    rng = np.random.default_rng(3)
+    pairs = mg.task_pairs(5)
+    M = rng.normal(size=(len(pairs), 3))
+    y = M[:, 0] - M[:, 2] + rng.normal(size=len(pairs))
+    res = mg.loto_mergeability(M, y, pairs, lam=0.1, random_state=4)
+    gen = mg.torch_generator(4)
+    init = torch.randn(5, 3, generator=gen, dtype=torch.float64) * 0.1
+    for f in range(5):
+        tr = np.array([f not in p for p in pairs])
+        Xtr = M[tr]
+        lo, hi = Xtr.min(0), Xtr.max(0)
+        Xs = (Xtr - lo) / (hi - lo) * 2 - 1
+        w = init[f].clone().requires_grad_(True)
+        opt = torch.optim.Adam([w], lr=0.01)
+        best, wait = math.inf, 0
+        Xt, yt = torch.from_numpy(Xs), torch.from_numpy(y[tr])
+        for _ in range(1000):
+            p = Xt @ w
+            pc, yc = p - p.mean(), yt - yt.mean()
+            loss = -(pc * yc).sum() / (torch.sqrt((pc**2).sum() * (yc**2).sum()) + 1e-8) + 0.1 * w.abs().sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if loss.item() < best - 1e-4:
+                best, wait = loss.item(), 0
+            else:
+                wait += 1
+            if wait >= 50:
+                break
+        want = w.detach().numpy().copy()
+        want[np.abs(want) < 1e-3] = 0
+        np.testing.assert_allclose(res.coef[f], want, atol=1e-10)
+
+
+def test_driver_agreement():
+    a = np.array([5.0, -4, 3, 2, 1, 0, 0])
+    b = np.array([-5.0, 4, 0, 0, 0, 3, 2])
+    ov, sg = mg.driver_agreement({"a": a, "b": b}, k=3)
+    assert ov[0, 1] == pytest.approx(2 / 3) and sg[0, 1] == 0.0
+    ov, sg = mg.driver_agreement({"a": a, "b": a}, k=5)
+    assert ov[0, 1] == 1.0 and sg[0, 1] == 1.0
+
+
+# ----------------------------------------------------------------------------- the pipeline
+
+
+def test_tasks_and_finetunes(setup4):
+    tasks, base, ft = setup4
+    assert tasks.X_train.shape[0] == 4 and tasks.X_train.shape[2] == 64
+    assert tasks.X_pretrain.shape[0] == 1797 // 2
+    np.testing.assert_array_equal(tasks.n_classes, [2, 10, 3, 2])
+    assert set(np.unique(tasks.y_train[2])) <= {0, 1, 2}
+    # hflip of the identity images; invert is 1 - x
+    assert np.all(ft.test_accuracy > 1 / tasks.n_classes)  # better than chance after a short fine-tune
+    again = mg.finetune_tasks(base, tasks, epochs=3, random_state=1)
+    for k in base:
+        assert torch.equal(again.params[k], ft.params[k])
+
+
+def test_transforms_are_what_they_say():
+    t = mg.make_digit_tasks([("identity", "digit"), ("hflip", "digit"), ("rot90", "digit"), ("invert", "digit")], random_state=0)
+    img = t.X_train[0].reshape(-1, 8, 8)
+    np.testing.assert_array_equal(t.X_train[1].reshape(-1, 8, 8), img[:, :, ::-1])
+    np.testing.assert_array_equal(t.X_train[2].reshape(-1, 8, 8), np.rot90(img, axes=(1, 2)))
+    np.testing.assert_allclose(t.X_train[3], 1 - t.X_train[0])
+    np.testing.assert_array_equal(t.y_train[0], t.y_train[1])
+
+
+def test_score_pair_merges(setup4):
+    tasks, base, ft = setup4
+    pairs = [(0, 1), (2, 3)]
+    res = mg.score_pair_merges(base, ft, tasks, pairs, random_state=0)
+    assert set(res) == set(mg.MERGE_METHODS)
+    for r in res.values():
+        assert r["normalised"].shape == (2,) and np.all(r["normalised"] >= 0)
+    assert set(res["arithmetic"]["alpha"]) <= {0.3, 0.5, 0.7, 1.0}
+    # a "merge" of a model with itself by weight averaging is the model: normalised accuracy 1
+    self_pair = mg.FineTuned(params={k: torch.stack([v[0], v[0]]) for k, v in ft.params.items()},
+                             head_weight=torch.stack([ft.head_weight[0]] * 2), head_bias=torch.stack([ft.head_bias[0]] * 2),
+                             test_accuracy=np.repeat(ft.test_accuracy[0], 2), val_accuracy=np.repeat(ft.val_accuracy[0], 2))
+    same = mg.DigitTasks(names=("a", "b"), n_classes=np.array([2, 2]), X_pretrain=tasks.X_pretrain, y_pretrain=tasks.y_pretrain,
+                         **{f"{v}_{s}": np.stack([getattr(tasks, f"{v}_{s}")[0]] * 2) for v in "Xy" for s in ("train", "val", "test")})
+    r = mg.score_pair_merges(base, self_pair, same, [(0, 1)], methods=["weight_avg", "tsv"])
+    assert r["weight_avg"]["normalised"][0] == pytest.approx(1.0)
