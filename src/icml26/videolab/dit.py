@@ -234,8 +234,8 @@ class _Attention(nn.Module):
         self.q = nn.Linear(dim, dim)
         self.kv = nn.Linear(dim, 2 * dim)
         self.out = nn.Linear(dim, dim)
-        self.qn = nn.RMSNorm(dim // heads) if qk_norm else nn.Identity()
-        self.kn = nn.RMSNorm(dim // heads) if qk_norm else nn.Identity()
+        self.qn = nn.RMSNorm(dim, eps=1e-6) if qk_norm else nn.Identity()  # over the full width, as the authors' GLCA
+        self.kn = nn.RMSNorm(dim, eps=1e-6) if qk_norm else nn.Identity()
 
     def forward(self, x: torch.Tensor, ctx: torch.Tensor | None = None, mask: torch.Tensor | None = None) -> torch.Tensor:
         # x: [B, N, d]; ctx: [B, M, d]; mask: [B, M] additive (0 keep, very negative drop)
@@ -243,9 +243,10 @@ class _Attention(nn.Module):
         b, n, d = x.shape
         m = ctx.shape[1]
         h = self.heads
-        q = self.qn(self.q(x).view(b, n, h, d // h).transpose(1, 2))  # [B, h, N, dh]
-        k, v = self.kv(ctx).view(b, m, 2, h, d // h).permute(2, 0, 3, 1, 4)  # [B, h, M, dh] each
-        k = self.kn(k)
+        q = self.qn(self.q(x)).view(b, n, h, d // h).transpose(1, 2)  # [B, h, N, dh]
+        k, v = self.kv(ctx).chunk(2, dim=-1)  # [B, M, d] each
+        k = self.kn(k).view(b, m, h, d // h).transpose(1, 2)  # [B, h, M, dh]
+        v = v.reshape(b, m, h, d // h).transpose(1, 2)
         am = None if mask is None else mask[:, None, None, :].to(q.dtype)
         o = F.scaled_dot_product_attention(q, k, v, attn_mask=am)  # [B, h, N, dh]
         return self.out(o.transpose(1, 2).reshape(b, n, d))
@@ -494,7 +495,10 @@ class TinyDiT(nn.Module):
         if cfg.audio != "none":
             tv = tt - r
             audio = self.audio_proj(cond.audio) + self.audio_slot[None, None]  # [B, T, w, d]
-            audio = audio + _sincos(torch.arange(r, r + tv), d)[None, :, None, :].to(audio.dtype)
+            if cfg.audio == "global":  # global attention needs to know which frame a token belongs to
+                pe = _pos_embed_3d(tv, 1, 1, d, t0=r)[:, 0].clone()  # [T, d]: the video tokens' frame code
+                pe[:, d - 2 * (2 * ((d // 3) // 2)):] = 0.0  # no spatial part
+                audio = audio + pe[None, :, None, :].to(audio.dtype)
             amask = cond.audio_mask
         for blk in self.blocks:
             tok = blk(tok, emb, ref_tok, ref_mask, audio, amask, r, n_tok)
