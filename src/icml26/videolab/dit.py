@@ -495,10 +495,11 @@ class TinyDiT(nn.Module):
         if cfg.audio != "none":
             tv = tt - r
             audio = self.audio_proj(cond.audio) + self.audio_slot[None, None]  # [B, T, w, d]
-            if cfg.audio == "global":  # global attention needs to know which frame a token belongs to
-                pe = _pos_embed_3d(tv, 1, 1, d, t0=r)[:, 0].clone()  # [T, d]: the video tokens' frame code
-                pe[:, d - 2 * (2 * ((d // 3) // 2)):] = 0.0  # no spatial part
-                audio = audio + pe[None, :, None, :].to(audio.dtype)
+            # the video tokens' frame code (no spatial part), in both variants: global attention needs it to
+            # align, GLCA does not, and with it the two differ only in which audio tokens a frame sees
+            pe = _pos_embed_3d(tv, 1, 1, d, t0=r)[:, 0].clone()  # [T, d]
+            pe[:, d - 2 * (2 * ((d // 3) // 2)):] = 0.0
+            audio = audio + pe[None, :, None, :].to(audio.dtype)
             amask = cond.audio_mask
         for blk in self.blocks:
             tok = blk(tok, emb, ref_tok, ref_mask, audio, amask, r, n_tok)
