@@ -55,6 +55,10 @@ def test_task_conditions_mask_what_a_task_lacks(clips):
     x1, c1 = b(5)
     x2, c2 = b(5)
     assert torch.equal(x1, x2) and torch.equal(c1.audio, c2.audio) and x1.shape[0] == 4
+    mb = O.mixture_batches([(clips.take(slice(0, 6)), "R2V"), (clips.take(slice(6, 12)), "A2V")], 32, random_state=0)
+    _, cm = mb(0)
+    assert torch.equal(cm.audio_mask + cm.ref_mask[:, 0], torch.ones(32))  # each clip is R2V or A2V
+    assert 0 < float(cm.audio_mask.sum()) < 32
 
 
 def test_interpolation_endpoints_and_audio_from_a2v():
@@ -72,8 +76,9 @@ def test_interpolation_endpoints_and_audio_from_a2v():
 
 def test_recipe_and_scores_run(clips):
     out = O.decoupled_then_joint(lambda: TinyDiT(CFG, random_state=0), clips, clips, clips, stage_steps=2, joint_steps=2,
-                                 lams=(0.5,), batch_size=2)
-    m = out["models"][0.5]
+                                 lams=(0.3, 0.5), batch_size=2, pick_by=clips.take(slice(0, 4)))
+    assert set(out["val"]) == {0.3, 0.5} and len(out["models"]) == 1
+    m = next(iter(out["models"].values()))
     s = O.score_hoi(m, clips.take(slice(0, 3)), "RA2V", steps=2)
     assert s["video"].shape == (3, 3, 8, 16, 16) and np.isfinite(s["colour"]) and np.isfinite(s["sync"])
     assert np.isfinite(O.heldout_velocity_loss(m, clips.take(slice(0, 3)), "RA2V", n_draws=1))
@@ -95,7 +100,8 @@ def test_bad_sync_input(kind):
 
 
 @covers("omnishow.reference_colour_error", "omnishow.pose_keypoint_error", "omnishow.score_hoi",
-        "omnishow.heldout_velocity_loss", "omnishow.task_conditions", "omnishow.task_batches")
+        "omnishow.heldout_velocity_loss", "omnishow.task_conditions", "omnishow.task_batches",
+        "omnishow.mixture_batches")
 def test_bad_metric_and_task_input(clips):
     rejects(O.reference_colour_error, np.zeros((12, 4, 8, 16, 16)), clips)
     rejects(O.reference_colour_error, clips.video[:3], clips)
@@ -108,6 +114,9 @@ def test_bad_metric_and_task_input(clips):
     rejects(O.task_conditions, clips, "XYZ")
     rejects(O.task_batches, clips, 0, "R2V")
     rejects(O.task_batches, clips, 2, [])
+    rejects(O.mixture_batches, [], 2)
+    rejects(O.mixture_batches, [(clips, "R2V"), ("clips", "A2V")], 2)
+    rejects(O.mixture_batches, [(clips, "Q2V")], 2)
 
 
 @covers("omnishow.interpolate_models", "omnishow.decoupled_then_joint")

@@ -29,6 +29,7 @@ __all__ = [
     "TASKS",
     "task_conditions",
     "task_batches",
+    "mixture_batches",
     "mouth_sync",
     "reference_colour_error",
     "pose_keypoint_error",
@@ -110,6 +111,42 @@ def task_batches(clips: HOIClips, batch_size: int, tasks: Sequence[str] | str, *
         ts = [names[k] for k in g.integers(0, len(names), b)]
         sub = clips.take(idx)
         return sub.video, task_conditions(sub, ts)
+
+    return batch
+
+
+def mixture_batches(parts: Sequence[tuple[HOIClips, Sequence[str] | str]], batch_size: int, *, random_state: RandomState = 0) -> Callable:
+    """A batch sampler over several sources, each with its own tasks (e.g. the union of R2V, A2V and joint data).
+
+    Each clip of a batch comes from source ``k`` with probability proportional to its size
+    and gets a task drawn uniformly from that source's tasks.
+    """
+    parts = list(parts)
+    if not parts:
+        raise ValueError("parts must hold at least one (clips, tasks) pair")
+    for clips, tasks in parts:
+        if not isinstance(clips, HOIClips):
+            raise TypeError(f"each part must be (HOIClips, tasks), got {type(clips).__name__}")
+        _check_tasks(tasks)
+    b = check_int(batch_size, "batch_size")
+    base = seed_from(random_state)
+    sizes = np.array([len(c) for c, _ in parts], float)
+    names = [[t] if isinstance(t, str) else list(t) for _, t in parts]
+
+    def batch(i: int):
+        g = np.random.default_rng([base, int(i)])
+        src = g.choice(len(parts), size=b, p=sizes / sizes.sum())
+        vids, conds = [], []
+        for k in range(len(parts)):
+            m = int((src == k).sum())
+            if m == 0:
+                continue
+            sub = parts[k][0].take(g.integers(0, len(parts[k][0]), m))
+            vids.append(sub.video)
+            conds.append(task_conditions(sub, [names[k][j] for j in g.integers(0, len(names[k]), m)]))
+        cat = lambda f: torch.cat([getattr(c, f) for c in conds])  # noqa: E731
+        return torch.cat(vids), DiTConditions(refs=cat("refs"), ref_mask=cat("ref_mask"), pose=cat("pose"),
+                                              pose_mask=cat("pose_mask"), audio=cat("audio"), audio_mask=cat("audio_mask"))
 
     return batch
 
@@ -338,7 +375,8 @@ def decoupled_then_joint(
     stage_steps: int,
     joint_steps: int,
     lams: Sequence[float] = (0.3, 0.5, 0.7),
-    joint_tasks: Sequence[str] = ("R2V", "RA2V"),
+    joint_tasks: Sequence[str] = ("R2V", "A2V", "RA2V"),
+    pick_by: HOIClips | None = None,
     batch_size: int = 8,
     lr: float = 2e-3,
     audio_lr_mult: float = 1.0,
@@ -361,12 +399,20 @@ def decoupled_then_joint(
         Interpolation weights to merge with (each is fine-tuned).
     joint_tasks : sequence of str
         The task mixture of the joint fine-tune.
+    pick_by : HOIClips, optional
+        If given, only the ``lam`` whose merged model has the lowest RA2V velocity loss on
+        these clips (:func:`heldout_velocity_loss`) is fine-tuned; otherwise every ``lam``.
+    batch_size, lr, audio_lr_mult
+        As in :func:`~icml26.videolab.dit.train_flow_matching`.
+    random_state : int, numpy.random.Generator or None
+        Seeds the batches and the noise of every stage.
 
     Returns
     -------
     dict
         ``models`` ({lam: fine-tuned model}), ``merged`` ({lam: merged model before the
-        fine-tune}), ``r2v`` and ``a2v`` (the stage models).
+        fine-tune}), ``val`` ({lam: the ``pick_by`` loss of the merged model}; empty without
+        ``pick_by``), ``r2v`` and ``a2v`` (the stage models).
     """
     s1 = check_int(stage_steps, "stage_steps", low=0)
     s2 = check_int(joint_steps, "joint_steps", low=0)
@@ -378,10 +424,17 @@ def decoupled_then_joint(
     kw = dict(lr=lr, audio_lr_mult=audio_lr_mult)
     train_flow_matching(m_r, task_batches(r2v_clips, batch_size, "R2V", random_state=base + 1), s1, random_state=base + 11, desc="R2V stage", **kw)
     train_flow_matching(m_a, task_batches(a2v_clips, batch_size, "A2V", random_state=base + 2), s1, random_state=base + 12, desc="A2V stage", **kw)
-    merged, tuned = {}, {}
-    for j, lam in enumerate(lams):
-        merged[lam] = interpolate_models(m_r, m_a, lam)
+    merged = {lam: interpolate_models(m_r, m_a, lam) for lam in lams}
+    val = {}
+    if pick_by is not None:
+        val = {lam: heldout_velocity_loss(merged[lam], pick_by, "RA2V", random_state=base + 4) for lam in lams}
+        best = min(val, key=val.get)
+        todo = [best]
+    else:
+        todo = list(lams)
+    tuned = {}
+    for j, lam in enumerate(todo):
         tuned[lam] = copy.deepcopy(merged[lam])
         train_flow_matching(tuned[lam], task_batches(joint_clips, batch_size, joint_tasks, random_state=base + 3), s2,
                             random_state=base + 13 + j, desc=f"joint fine-tune (lambda={lam:g})", **kw)
-    return {"models": tuned, "merged": merged, "r2v": m_r, "a2v": m_a}
+    return {"models": tuned, "merged": merged, "val": val, "r2v": m_r, "a2v": m_a}
