@@ -381,6 +381,7 @@ def decoupled_then_joint(
     lr: float = 2e-3,
     audio_lr_mult: float = 1.0,
     random_state: RandomState = 0,
+    show_progress: bool = False,
 ) -> dict[str, object]:
     """OmniShow's training strategy: separate R2V and A2V models, merged over ``lam``, then a short joint fine-tune.
 
@@ -406,6 +407,8 @@ def decoupled_then_joint(
         As in :func:`~icml26.videolab.dit.train_flow_matching`.
     random_state : int, numpy.random.Generator or None
         Seeds the batches and the noise of every stage.
+    show_progress : bool
+        Report the progress of each stage.
 
     Returns
     -------
@@ -421,7 +424,7 @@ def decoupled_then_joint(
         raise ValueError("lams must hold at least one interpolation weight")
     base = seed_from(random_state)
     m_r, m_a = make_model(), make_model()
-    kw = dict(lr=lr, audio_lr_mult=audio_lr_mult)
+    kw = dict(lr=lr, audio_lr_mult=audio_lr_mult, show_progress=show_progress)
     train_flow_matching(m_r, task_batches(r2v_clips, batch_size, "R2V", random_state=base + 1), s1, random_state=base + 11, desc="R2V stage", **kw)
     train_flow_matching(m_a, task_batches(a2v_clips, batch_size, "A2V", random_state=base + 2), s1, random_state=base + 12, desc="A2V stage", **kw)
     merged = {lam: interpolate_models(m_r, m_a, lam) for lam in lams}

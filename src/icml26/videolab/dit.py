@@ -591,6 +591,7 @@ def train_flow_matching(
     log_every: int = 0,
     optimizer: torch.optim.Optimizer | None = None,
     callback: Callable[[int, TinyDiT], None] | None = None,
+    show_progress: bool = True,
 ) -> list[float]:
     """Train ``model`` for ``steps`` AdamW steps on ``batches(step) -> (x, cond)``.
 
@@ -619,6 +620,8 @@ def train_flow_matching(
         Continue with this optimiser instead of a fresh AdamW.
     callback : callable, optional
         ``callback(step, model)`` after every step (e.g. to record the gate).
+    show_progress : bool
+        Report progress with :func:`icml26._common.progress` (False: silent).
 
     Returns
     -------
@@ -639,7 +642,7 @@ def train_flow_matching(
     base = seed_from(random_state)
     losses = []
     every = max(1, int(log_every)) if log_every else 1
-    for i in progress(range(steps), desc):
+    for i in progress(range(steps), desc, disable=not show_progress):
         x, cond = batches(i)
         loss = flow_matching_step(model, optimizer, x, cond, random_state=(base + 7919 * (i + 1)) % 2**32)
         if i % every == 0:
