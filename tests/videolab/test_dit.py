@@ -68,6 +68,10 @@ def test_training_reduces_the_loss_and_is_reproducible():
     a, b = run(), run()
     assert a == b
     assert np.mean(a[-10:]) < 0.7 * np.mean(a[:10])
+    m = D.TinyDiT(D.DiTConfig(in_channels=3, patch=2, dim=16, depth=1, heads=2), random_state=0)
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    D.train_flow_matching(m, lambda i: (x, None), 4, optimizer=opt, schedule="cosine", show_progress=False)
+    assert opt.param_groups[0]["lr"] == pytest.approx(0.05 * (1 + np.cos(np.pi * 3 / 4)))
 
 
 def test_attention_matches_torch_multihead_attention():
@@ -195,6 +199,7 @@ def test_bad_inputs_to_training_and_sampling():
     rejects(D.flow_matching_step, m, opt, x, clip=-1.0)
     rejects(D.train_flow_matching, m, lambda i: (x, None), -1)
     rejects(D.train_flow_matching, m, lambda i: (x, None), 1, lr=0.0)
+    rejects(D.train_flow_matching, m, lambda i: (x, None), 1, schedule="linear")
     rejects(D.euler_sample, m, (2, 3, 4, 8), steps=2)
     rejects(D.euler_sample, m, (2, 3, 4, 8, 8), steps=0)
     rejects(D.euler_sample, nn.Linear(2, 2), (2, 3, 4, 8, 8))

@@ -592,6 +592,7 @@ def train_flow_matching(
     optimizer: torch.optim.Optimizer | None = None,
     callback: Callable[[int, TinyDiT], None] | None = None,
     show_progress: bool = True,
+    schedule: str = "constant",
 ) -> list[float]:
     """Train ``model`` for ``steps`` AdamW steps on ``batches(step) -> (x, cond)``.
 
@@ -622,6 +623,8 @@ def train_flow_matching(
         ``callback(step, model)`` after every step (e.g. to record the gate).
     show_progress : bool
         Report progress with :func:`icml26._common.progress` (False: silent).
+    schedule : {"constant", "cosine"}
+        Learning rate over the run: constant, or cosine decay from ``lr`` to zero.
 
     Returns
     -------
@@ -631,6 +634,8 @@ def train_flow_matching(
     steps = check_int(steps, "steps", low=0)
     lr = check_real(lr, "lr", lo=0.0, lo_open=True)
     mult = check_real(audio_lr_mult, "audio_lr_mult", lo=0.0, lo_open=True)
+    if schedule not in ("constant", "cosine"):
+        raise ValueError(f"schedule={schedule!r} is not valid; use 'constant' or 'cosine'")
     if optimizer is None:
         audio_p = [p for n, p in model.named_parameters() if ".audio." in n or n.startswith("audio_")]
         ids = {id(p) for p in audio_p}
@@ -640,9 +645,13 @@ def train_flow_matching(
             groups.append({"params": audio_p, "lr": lr * mult})
         optimizer = torch.optim.AdamW(groups, lr=lr, weight_decay=weight_decay)
     base = seed_from(random_state)
+    lr0 = [g["lr"] for g in optimizer.param_groups]
     losses = []
     every = max(1, int(log_every)) if log_every else 1
     for i in progress(range(steps), desc, disable=not show_progress):
+        if schedule == "cosine":
+            for g, l0 in zip(optimizer.param_groups, lr0):
+                g["lr"] = 0.5 * l0 * (1.0 + math.cos(math.pi * i / max(steps, 1)))
         x, cond = batches(i)
         loss = flow_matching_step(model, optimizer, x, cond, random_state=(base + 7919 * (i + 1)) % 2**32)
         if i % every == 0:
