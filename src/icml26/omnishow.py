@@ -39,8 +39,10 @@ __all__ = [
     "decoupled_then_joint",
 ]
 
-#: Which modalities each task gives: (references, audio, pose).
+#: Which modalities each task gives: (references, audio, pose). "T2V" gives none (our stand-in for
+#: the text-to-video pretraining of the backbone; there is no text here).
 TASKS: dict[str, tuple[bool, bool, bool]] = {
+    "T2V": (False, False, False),
     "R2V": (True, False, False),
     "A2V": (False, True, False),
     "RA2V": (True, True, False),
