@@ -107,7 +107,7 @@ def test_bad_metric_and_task_input(clips):
     rejects(O.reference_colour_error, clips.video[:3], clips)
     rejects(O.pose_keypoint_error, clips.video * np.inf, clips)
     m = TinyDiT(CFG)
-    rejects(O.score_hoi, m, clips, "T2V")
+    rejects(O.score_hoi, m, clips, "X2V")
     rejects(O.score_hoi, "model", clips, "RA2V")
     rejects(O.heldout_velocity_loss, m, clips, "RA2V", n_draws=0)
     rejects(O.task_conditions, clips, ["R2V"] * 3)
