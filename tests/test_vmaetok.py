@@ -1,7 +1,6 @@
 """VideoMAETok: tubelets, masking, interpolative noise, the tokenizer, the generator hook, bad input."""
 
 import numpy as np
-import pytest
 import torch
 from badinput import covers, rejects
 from hypothesis import given, settings
