@@ -1,0 +1,103 @@
+"""VideoMAETok: tubelets, masking, interpolative noise, the tokenizer, the generator hook, bad input."""
+
+import numpy as np
+import torch
+from badinput import covers, rejects
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from icml26 import vmaetok as V
+from icml26.videolab import sprites
+
+SMALL = dict(dim=16, enc_depth=1, dec_depth=1, heads=2, latent_dim=4)
+
+
+def test_patchify_roundtrip_and_order():
+    x = torch.randn(2, 3, 8, 16, 16)
+    tok = V.patchify_video(x)
+    assert tok.shape == (2, 64, 96)
+    assert torch.equal(V.unpatchify_video(tok, (3, 8, 16, 16)), x)
+    assert torch.equal(tok[0, 0].reshape(3, 2, 4, 4), x[0, :, :2, :4, :4])  # first token: first tubelet
+
+
+def test_interpolative_noise_formula():
+    z, eps = torch.randn(3, 5, 4), torch.randn(3, 5, 4)
+    tau = torch.tensor([0.0, 0.25, 1.0])
+    out = V.interpolative_noise(z, 3.0, tau=tau, eps=eps)
+    assert torch.allclose(out[0], z[0]) and torch.allclose(out[2], 3.0 * eps[2])
+    assert torch.allclose(out[1], 0.75 * z[1] + 0.25 * 3.0 * eps[1])
+
+
+def test_random_keep_counts():
+    keep = V.random_keep(4, 64, 0.75, generator=torch.Generator().manual_seed(0))
+    assert keep.shape == (4, 16)
+    assert all(len(set(r.tolist())) == 16 for r in keep)
+
+
+def test_full_mask_equals_unmasked_encoding_and_masking_shrinks_the_encoder():
+    tok = V.VideoMAETok(random_state=0, **SMALL)
+    x = torch.rand(2, 3, 8, 16, 16)
+    with torch.no_grad():
+        assert torch.allclose(tok.encode(x, torch.arange(64).expand(2, 64)), tok.encode(x), atol=1e-6)
+        assert tok.encode(x, V.random_keep(2, 64, 0.75)).shape == (2, 16, 4)
+    assert V.encoder_flops(64, 48, 2) / V.encoder_flops(16, 48, 2) > 4
+
+
+def test_training_reduces_loss_and_grid_roundtrip():
+    clips = sprites.make_sprite_clips(64, random_state=0).videos
+    for rho, gamma in V.VARIANTS.values():
+        tok = V.VideoMAETok(mask_ratio=rho, noise_gamma=gamma, random_state=0, **SMALL)
+        h = V.train_tokenizer(tok, clips, steps=30, batch_size=16, random_state=0)
+        assert np.mean(h["loss"][-5:]) < np.mean(h["loss"][:5])
+    grid = V.encode_clips(tok, clips[:4])
+    assert grid.shape == (4, 4, 4, 4, 4)
+    assert torch.equal(tok.to_grid(tok.from_grid(grid)), grid)
+    std = V.LatentStandardizer.fit(grid)
+    assert torch.allclose(std.inverse(std.transform(grid)), grid, atol=1e-5)
+    assert V.decode_grid(tok, grid).shape == (4, 3, 8, 16, 16)
+
+
+def test_latent_generator_runs_and_is_seeded():
+    clips = sprites.make_sprite_clips(32, random_state=0).videos
+    tok = V.VideoMAETok(random_state=0, **SMALL)
+    z = V.encode_clips(tok, clips)
+    std = V.LatentStandardizer.fit(z)
+    gm, losses = V.train_latent_generator(std.transform(z), steps=3, batch_size=8, dim=16, depth=1, heads=2, random_state=0)
+    a = V.sample_videos(gm, tok, std, 2, steps=2, random_state=1)
+    b = V.sample_videos(gm, tok, std, 2, steps=2, random_state=1)
+    assert a.shape == (2, 3, 8, 16, 16) and np.array_equal(a, b) and len(losses) == 3
+
+
+@covers("vmaetok.patchify_video", "vmaetok.unpatchify_video", "vmaetok.VideoMAETok", "vmaetok.encoder_step")
+@settings(max_examples=20, deadline=None, derandomize=True)
+@given(frames=st.sampled_from([3, 5, 7, 9]))
+def test_frames_not_fitting_the_tubelet_are_rejected(frames):
+    rejects(V.patchify_video, torch.zeros(1, 3, frames, 16, 16), match="tubelet")
+    rejects(V.unpatchify_video, torch.zeros(1, 64, 96), (3, frames, 16, 16))
+    rejects(V.VideoMAETok, frames=frames)
+    rejects(V.encoder_step, V.VideoMAETok(**SMALL), torch.zeros(1, 3, frames, 16, 16), 0.5, match="tubelet")
+
+
+@covers("vmaetok.random_keep", "vmaetok.interpolative_noise", "vmaetok.encoder_flops")
+@settings(max_examples=20, deadline=None, derandomize=True)
+@given(rho=st.one_of(st.floats(1.0, 10.0), st.floats(-10.0, -1e-6), st.just(float("nan"))))
+def test_mask_ratio_outside_unit_interval_is_rejected(rho):
+    rejects(V.random_keep, 2, 64, rho, match="mask_ratio")
+    rejects(V.VideoMAETok, mask_ratio=rho, match="mask_ratio")
+    rejects(V.interpolative_noise, torch.zeros(2, 3), -1.0)
+    rejects(V.interpolative_noise, torch.zeros(2, 3), 1.0, tau=torch.tensor([0.5, 2.0]))
+    rejects(V.interpolative_noise, torch.zeros(2, 3), 1.0, tau=torch.tensor([0.5]))
+    rejects(V.encoder_flops, 0, 8, 1)
+
+
+@covers("vmaetok.train_tokenizer", "vmaetok.encode_clips", "vmaetok.decode_grid", "vmaetok.LatentStandardizer",
+        "vmaetok.train_latent_generator", "vmaetok.sample_videos")
+def test_pipeline_bad_inputs():
+    tok = V.VideoMAETok(**SMALL)
+    rejects(V.train_tokenizer, "tok", np.zeros((2, 3, 8, 16, 16)), steps=1)
+    rejects(V.train_tokenizer, tok, np.zeros((2, 3, 8, 8, 8)), steps=1)
+    rejects(V.encode_clips, tok, np.zeros((2, 3, 6, 16, 16)))
+    rejects(V.decode_grid, tok, torch.zeros(2, 4, 4, 4, 3))
+    rejects(V.LatentStandardizer.fit, torch.zeros(1, 4, 4, 4, 4))
+    rejects(V.train_latent_generator, torch.zeros(4, 8), steps=1)
+    rejects(V.sample_videos, "gm", tok, None, 2)
