@@ -11,14 +11,22 @@ chapter                   module
                           ``protocol``: trials; ``pools``: classifier outputs)
 03 BW-DAM                 :mod:`icml26.bwdam`
 04 LOCK-GP                :mod:`icml26.lockgp`
+05 OmniShow               :mod:`icml26.omnishow` on the video lab :mod:`icml26.videolab`
+                          (``dit``: tiny DiT, flow matching; ``hoi``: HOI clips)
+06 COBRA                  :mod:`icml26.cobra` (reconstructed from the abstract; peft, captum)
 07 FIBER                  :mod:`icml26.fiber`
 08 CLGN                   :mod:`icml26.lut` (DWN exact: ``encoding``, ``efd``,
                           ``layers``, ``bits``, ``resources``; CLGN reconstructed:
                           ``clgn``)
+09 VideoMAETok            :mod:`icml26.vmaetok` on the video lab (``sprites``, ``fvd``)
+12 Forward replay         :mod:`icml26.fwdedit` on the tiny-LM lab :mod:`icml26.tinylm`
+                          (``tokenizer``, ``facts``, ``lab``)
 14 MOES-Pred              :mod:`icml26.moes` (reconstructed: energy-sentinel noise,
                           RDKit/MMFF94, a small equivariant network)
 15 PASV                   :mod:`icml26.pasv`
+16 CoT safety heads       :mod:`icml26.cotsafety` on the tiny-LM lab (``traces``)
 17 mPAIC / DDSO           :mod:`icml26.calib` (calibration metrics; DDSO reconstructed)
+18 Mergeability           :mod:`icml26.mergeability` (merges via peft's merge utilities)
 19 BEST                   :mod:`icml26.best` (``metric``, ``harness``, ``tasks``,
                           ``programs``, ``scoring``)
 ========================  ==========================================================
