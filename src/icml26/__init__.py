@@ -19,8 +19,14 @@ chapter                   module
                           ``layers``, ``bits``, ``resources``; CLGN reconstructed:
                           ``clgn``)
 09 VideoMAETok            :mod:`icml26.vmaetok` on the video lab (``sprites``, ``fvd``)
+10 SafeMVDrive            :mod:`icml26.safedrive` (mechanism only: a 2-D road simulator,
+                          GRPO adversary selection, two-stage scenario generation)
+11 Moving Out / BASS      :mod:`icml26.movingout` (a pymunk physics game behind the
+                          gymnasium API, scripted partners, BC and BASS)
 12 Forward replay         :mod:`icml26.fwdedit` on the tiny-LM lab :mod:`icml26.tinylm`
                           (``tokenizer``, ``facts``, ``lab``)
+13 DiscoverLLM            :mod:`icml26.discoverllm` (mechanism only: the intent-discovery
+                          user simulator, discovery reward, response-type policies)
 14 MOES-Pred              :mod:`icml26.moes` (reconstructed: energy-sentinel noise,
                           RDKit/MMFF94, a small equivariant network)
 15 PASV                   :mod:`icml26.pasv`
