@@ -9,18 +9,32 @@ def test_performance_page_from_records(toy, monkeypatch, tmp_path):
     for n, (ours, ref) in {10: (1e-4, 4e-4), 100: (1e-3, 8e-3)}.items():
         bench.record("01-toy", "step", {"size": n, "ours_s": ours, "reference_s": ref}, reference_name="POT", scale="full", seed=0)
     perf.write_timing(toy, "run-full", wall_s=300.0, jobs=2, executed=8, cached=0, chapters_s=560.0)
-    perf.write_timing(toy, "sweep-ci-w1", scale="ci", tasks=4, workers=1, wall_s=100.0, tasks_s=98.0)
-    perf.write_timing(toy, "sweep-ci-w2", scale="ci", tasks=4, workers=2, wall_s=60.0, tasks_s=115.0)
+    work = dict(scale="ci", tasks=4, work="abc", chapters=["01-toy", "02-toy"], seeds=[0, 1])
+    perf.write_timing(toy, "sweep-ci-abc-w1", workers=1, wall_s=100.0, tasks_s=98.0, **work)
+    perf.write_timing(toy, "sweep-ci-abc-w2", workers=2, wall_s=60.0, tasks_s=115.0, **work)
+    # a later sweep of other work, on more workers, must not pair with the first one
+    other = dict(scale="ci", tasks=4, work="def", chapters=["03-toy"], seeds=[0, 1, 2, 3])
+    perf.write_timing(toy, "sweep-ci-def-w4", workers=4, wall_s=10.0, tasks_s=30.0, **other)
     fig = perf.benchmark_figure(bench.load(toy.results_dir(), "full"), tmp_path / "perf.png")
     assert fig is not None and fig.stat().st_size > 1000
     md = perf.performance_markdown(toy, "full", figure="perf.png")
     assert "| 01-toy | step | POT | n = 10 | 100.0 µs | 400.0 µs | 4.00× |" in md
     assert "|  |  |  | n = 100 | 1.00 ms | 8.00 ms | 8.00× |" in md
     assert "every chapter at `full`, `--jobs 2` | 5.0 min" in md
-    assert "speed-up of 1.67×" in md
+    assert "speed-up of 1.67×" in md and md.count("speed-up") == 1
+    assert "(chapters 01, 02; seeds 0, 1)" in md
     assert "nan" not in md.lower()
 
 
 def test_performance_page_without_records(toy):
     md = perf.performance_markdown(toy, "full")
     assert "No chapter has recorded a benchmark" in md and "No whole-book timing" in md
+
+
+def test_sweep_work_id_names_the_work_not_its_order():
+    from icml26.book.sweep import sweep_work_id
+
+    a = sweep_work_id("ci", [("01-a", 0), ("02-b", 1)])
+    assert a == sweep_work_id("ci", [("02-b", 1), ("01-a", 0)])
+    assert a != sweep_work_id("full", [("01-a", 0), ("02-b", 1)])
+    assert a != sweep_work_id("ci", [("01-a", 0), ("02-b", 0)])

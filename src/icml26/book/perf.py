@@ -48,6 +48,16 @@ def _fmt_s(s: float) -> str:
     return f"{s * 1e6:.1f} µs"
 
 
+def _sweep_work(r: dict) -> str:
+    """What a sweep timing covered, in words: its tasks, and its chapters and seeds when recorded."""
+    text = f"{r.get('tasks')} tasks"
+    if r.get("chapters") and r.get("seeds") is not None:
+        chapters = ", ".join(c.split("-")[0] for c in r["chapters"])
+        seeds = ", ".join(str(s) for s in r["seeds"])
+        text += f" (chapters {chapters}; seeds {seeds})"
+    return text
+
+
 def benchmark_figure(records: list[dict], path: Path) -> Path | None:
     """One panel per benchmark: seconds per call against problem size, ours and the reference."""
     if not records:
@@ -118,19 +128,21 @@ def performance_markdown(book: Book, scale: str, figure: str | None = None) -> s
     sweeps = sorted(k for k in t if k.startswith("sweep-"))
     for k in sweeps:
         r = t[k]
-        rows.append(f"| sweep `{r.get('scale')}`, {r.get('tasks')} tasks, {r.get('workers')} worker(s) | {_fmt_s(r['wall_s'])} | tasks' own times add up to {_fmt_s(r.get('tasks_s', 0))} |")
+        rows.append(f"| sweep `{r.get('scale')}`, {_sweep_work(r)}, {r.get('workers')} worker(s) | {_fmt_s(r['wall_s'])} | tasks' own times add up to {_fmt_s(r.get('tasks_s', 0))} |")
     pairs = {}
     for k in sweeps:
         r = t[k]
-        pairs.setdefault((r.get("scale"), r.get("tasks")), {})[r.get("workers")] = r["wall_s"]
+        if "work" in r:  # older records without a work id cannot be paired safely
+            pairs.setdefault((r.get("scale"), r["work"]), {})[r.get("workers")] = r
     if rows:
         lines += ["| What | Wall-clock time | Detail |", "|---|---|---|", *rows]
     else:
         lines.append("*(No whole-book timing recorded yet: `python -m icml26 run` and `sweep` write them.)*")
-    for (sc, n), by_w in pairs.items():
+    for (sc, _), by_w in pairs.items():
         if 1 in by_w and len(by_w) > 1:
             w = max(by_w)
-            lines += ["", f"The same sweep (`{sc}`, {n} tasks) took {_fmt_s(by_w[1])} on one worker and {_fmt_s(by_w[w])} on {w}: a speed-up of {by_w[1] / by_w[w]:.2f}×."]
+            one, many = by_w[1]["wall_s"], by_w[w]["wall_s"]
+            lines += ["", f"The same sweep (`{sc}`, {_sweep_work(by_w[1])}) took {_fmt_s(one)} on one worker and {_fmt_s(many)} on {w}: a speed-up of {one / many:.2f}×."]
     return "\n".join(lines) + "\n"
 
 

@@ -54,6 +54,17 @@ def parse_seeds(text: str) -> list[int]:
     return sorted(seeds)
 
 
+def sweep_work_id(scale: str, tasks: Iterable[tuple[str, int]]) -> str:
+    """A short id of a sweep's work: its scale and the (chapter, seed) pairs it executed.
+
+    Two timings with the same id did the same work, so their wall-clock times compare.
+    """
+    import hashlib
+
+    text = scale + ";" + ";".join(f"{c}:{s}" for c, s in sorted(set(tasks)))
+    return hashlib.sha1(text.encode()).hexdigest()[:8]
+
+
 def parse_params(items: Sequence[str]) -> dict[str, Any]:
     """Notebook parameters from ``key=value`` strings; values are read as JSON when they parse.
 
@@ -365,8 +376,12 @@ def sweep(
             done = [r for r in records if r.status != "cached"]
             from .perf import write_timing
 
+            # keyed by the work done, so that a later sweep of other chapters or seeds never
+            # overwrites (or falsely pairs with) this one
+            work = sweep_work_id(scale, [(r.chapter, r.seed) for r in done])
             write_timing(
-                book, f"sweep-{scale}-w{nworkers}", scale=scale, tasks=len(done), workers=nworkers,
+                book, f"sweep-{scale}-{work}-w{nworkers}", scale=scale, tasks=len(done), workers=nworkers, work=work,
+                chapters=sorted({r.chapter for r in done}), seeds=sorted({r.seed for r in done}),
                 wall_s=round(time.perf_counter() - t0, 2), tasks_s=round(sum(r.wall_s for r in done), 2),
             )
         except KeyboardInterrupt:
