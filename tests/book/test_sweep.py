@@ -41,6 +41,15 @@ def test_sweep_on_a_local_cluster_caches_and_names_failures(toy):
     # a second sweep is all cache hits for the chapter that succeeded
     again = sw.sweep(toy, chapters[:1], [0, 1], "ci", n_workers=1, progress=False)
     assert [r.status for r in again] == ["cached", "cached"]
+    assert sw.stale_sweep_tasks(toy, "ci") == []
+    # once the chapter changes, its stored rows are stale: named, and no longer aggregated
+    nb = toy.root / "book" / "01-toy" / "toy.md"
+    nb.write_text(nb.read_text() + "\n")
+    assert sorted((r.chapter, r.seed) for r in sw.stale_sweep_tasks(toy, "ci")) == [("01-toy", 0), ("01-toy", 1)]
+    assert "01-toy" not in sw.load_sweep_claims(toy, "ci")
+    from icml26.book import site
+
+    assert "2 stored sweep task(s) at `ci` ran an earlier version of their chapter (chapters 01)" in site.scorecard_markdown(toy, "ci")
 
 
 def test_sweep_connects_to_a_scheduler_by_address(toy, tmp_path):

@@ -235,6 +235,17 @@ def scorecard_markdown(book: Book, scale: str = "full") -> str:
         ]
     else:
         head += ["No sweep over seeds has run yet, so every row is a single seed (`python -m icml26 sweep --seeds 0-2` adds the spread).", ""]
+    from .sweep import stale_sweep_tasks
+
+    stale = stale_sweep_tasks(book, sweep_scale)
+    if stale:
+        ids = sorted({r.chapter.split("-")[0] for r in stale})
+        head += [
+            f"{len(stale)} stored sweep task(s) at `{sweep_scale}` ran an earlier version of their chapter (chapters "
+            + ", ".join(ids) + f"), so their claims are left out of *Over seeds*; `python -m icml26 sweep {' '.join(ids)} "
+            f"--scale {sweep_scale} --seeds ...` runs them again.",
+            "",
+        ]
     if mismatched:
         head += [
             "```{warning}",

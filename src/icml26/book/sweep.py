@@ -406,26 +406,49 @@ AGGREGATE_RULE = (
 )
 
 
-def load_sweep_claims(book: Book, scale: str) -> dict[str, dict[str, list[tuple[int, dict]]]]:
-    """Claim rows of every stored, successful sweep task: chapter → claim id → [(seed, row)].
-
-    Rows of a task whose records do not carry its run key are left out.
-    """
+def _stored_tasks(book: Book, scale: str) -> Iterable[tuple[Path, SweepRecord]]:
     base = book.build_dir / SWEEP_DIR / scale
-    out: dict[str, dict[str, list[tuple[int, dict]]]] = {}
     if not base.is_dir():
-        return out
+        return
     for seed_dir in sorted(base.glob("seed-*")):
         for ch_dir in sorted(p for p in seed_dir.iterdir() if p.is_dir() and not p.name.endswith(".tmp")):
             rec = load_task(book, scale, int(seed_dir.name.split("-", 1)[1]), ch_dir.name)
-            if rec is None or rec.status == "failed":
+            if rec is not None:
+                yield ch_dir, rec
+
+
+def _is_current(book: Book, chapters: dict[str, Chapter], rec: SweepRecord) -> bool:
+    ch = chapters.get(rec.chapter)
+    return ch is not None and rec.key == book.cache_key(ch, rec.scale, rec.seed, rec.params)
+
+
+def stale_sweep_tasks(book: Book, scale: str) -> list[SweepRecord]:
+    """Stored, successful sweep tasks whose chapter (or its library, data or pins) changed since they ran.
+
+    Their claims are not aggregated; ``python -m icml26 sweep`` re-runs them.
+    """
+    chapters = {c.id: c for c in book.chapters()}
+    return [rec for _, rec in _stored_tasks(book, scale) if rec.status != "failed" and not _is_current(book, chapters, rec)]
+
+
+def load_sweep_claims(book: Book, scale: str) -> dict[str, dict[str, list[tuple[int, dict]]]]:
+    """Claim rows of every stored, successful and current sweep task: chapter → claim id → [(seed, row)].
+
+    A task is current when its run key equals the key its chapter has now (same notebook,
+    library, data and pins); rows of stale tasks (:func:`stale_sweep_tasks`), of chapters
+    no longer in the book, and of records that do not carry their task's run key are left out.
+    """
+    chapters = {c.id: c for c in book.chapters()}
+    out: dict[str, dict[str, list[tuple[int, dict]]]] = {}
+    for ch_dir, rec in _stored_tasks(book, scale):
+        if rec.status == "failed" or not _is_current(book, chapters, rec):
+            continue
+        for f in sorted((ch_dir / "results").glob("*.json")):
+            payload = json.loads(f.read_text())
+            if payload.get("run_key") != rec.key:
                 continue
-            for f in sorted((ch_dir / "results").glob("*.json")):
-                payload = json.loads(f.read_text())
-                if payload.get("run_key") != rec.key:
-                    continue
-                for row in payload.get("claims", []):
-                    out.setdefault(ch_dir.name, {}).setdefault(row["id"], []).append((rec.seed, row))
+            for row in payload.get("claims", []):
+                out.setdefault(ch_dir.name, {}).setdefault(row["id"], []).append((rec.seed, row))
     return out
 
 
