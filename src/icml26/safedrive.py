@@ -49,7 +49,7 @@ __all__ = [
     "RoadConfig", "SceneBatch", "bicycle_step", "idm_accel", "idm_equilibrium_gap", "sample_initial_scenes",
     "check_no_overlap", "rollout_traffic", "rollout_traffic_loop", "benign_scenes", "box_corners",
     "boxes_overlap", "box_distance", "render_views", "waypoint_targets", "track_waypoints", "BCPlanner",
-    "PlannerLike", "plan_collisions", "candidate_features", "SelectorPolicy", "grpo_loss", "train_selector",
+    "PlannerLike", "planner_samples", "plan_collisions", "candidate_features", "SelectorPolicy", "grpo_loss", "train_selector",
     "select_closest", "select_random", "select_with", "attack_adversary", "attack_labels", "graded_rewards",
     "evade_ego", "make_scenarios", "finetune_planner",
 ]
@@ -135,6 +135,24 @@ class SceneBatch:
     present: np.ndarray
     v0: np.ndarray
     config: RoadConfig = field(default_factory=RoadConfig)
+
+    def __post_init__(self) -> None:
+        self.states = np.asarray(self.states, dtype=float)
+        self.controls = np.asarray(self.controls, dtype=float)
+        self.present = np.asarray(self.present)
+        self.v0 = np.asarray(self.v0, dtype=float)
+        if self.states.ndim != 4 or self.states.shape[-1] != 4:
+            raise ValueError(f"states must have shape (S, T+1, N, 4); got {self.states.shape}")
+        S, T1, N, _ = self.states.shape
+        if self.controls.shape != (S, T1 - 1, N, 2):
+            raise ValueError(f"controls must have shape {(S, T1 - 1, N, 2)}; got {self.controls.shape}")
+        if self.present.shape != (S, N) or self.present.dtype != bool or self.v0.shape != (S, N):
+            raise ValueError(f"present must be bool and present, v0 of shape {(S, N)}; got {self.present.dtype} "
+                             f"{self.present.shape} and {self.v0.shape}")
+        if T1 < 2:
+            raise ValueError("a SceneBatch needs at least one step (T >= 1)")
+        if not isinstance(self.config, RoadConfig):
+            raise TypeError(f"config must be a RoadConfig, got {type(self.config).__name__}")
 
     @property
     def n_scenes(self) -> int:
@@ -226,7 +244,7 @@ def idm_accel(v: Any, v_lead: Any, gap: Any, v0: Any, config: RoadConfig | None 
     c = _check_config(config)
     v, v_lead, gap, v0 = (np.asarray(z, dtype=float) for z in (v, v_lead, gap, v0))
     if np.any(np.isnan(gap)) or np.any(gap <= 0):
-        raise ValueError(f"gap must be > 0 (inf for no leader); got min {np.nanmin(gap) if gap.size else gap!r}")
+        raise ValueError(f"gap must be > 0 (inf for no leader) and not NaN; got {gap.ravel()[:5].tolist()}")
     if np.any(~np.isfinite(v0)) or np.any(v0 <= 0):
         raise ValueError("v0 (desired speed) must be finite and > 0")
     s_star = np.maximum(c.s0 + v * c.headway + v * (v - v_lead) / (2.0 * np.sqrt(c.a_max * c.b_comf)), c.s0)
@@ -915,7 +933,18 @@ class BCPlanner:
         return copy.deepcopy(self)
 
 
-def _planner_dataset(scenes: SceneBatch, frames: np.ndarray, res: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def planner_samples(scenes: SceneBatch, frames: np.ndarray, *, res: int = 12) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Behaviour-cloning samples from logs: views, ego features and the logged ego's
+    waypoints at the given frames, flattened over (scene, frame).
+
+    Returns
+    -------
+    views : ndarray, shape (S*F, 4, 3, res, res)
+    ego : ndarray, shape (S*F, 4)
+    waypoints : ndarray, shape (S*F, 4, 2)
+    """
+    _check_batch(scenes)
+    res = check_int(res, "res")
     v = render_views(scenes, frames, res=res)
     e = _ego_features(scenes, frames)
     w = waypoint_targets(scenes, frames)
@@ -1139,7 +1168,7 @@ def attack_labels(scenes: SceneBatch, *, iters: int = 60, near_miss: float = 2.0
 
 
 def evade_ego(scenes: SceneBatch, scene_idx: np.ndarray, adversary: np.ndarray, adv_traj: np.ndarray, *, iters: int = 100,
-              lr: float = 0.05, clearance: float = 0.6, track_weight: float = 1.0) -> np.ndarray:
+              lr: float = 0.05, clearance: float = 0.6, track_weight: float = 1.0, lateral_weight: float = 1.0) -> np.ndarray:
     """Evasion stage (stand-in for CTG's collision-avoidance guidance): with the
     adversary's attack trajectory fixed, re-optimise the ego's controls so that it keeps
     a disc clearance of at least ``clearance`` m to every vehicle while staying near its
@@ -1164,6 +1193,7 @@ def evade_ego(scenes: SceneBatch, scene_idx: np.ndarray, adversary: np.ndarray, 
     lr = check_real(lr, "lr", lo=0.0, lo_open=True)
     clearance = check_real(clearance, "clearance", lo=0.0)
     track_weight = check_real(track_weight, "track_weight", lo=0.0)
+    lateral_weight = check_real(lateral_weight, "lateral_weight", lo=0.0)
     c = b.config
     others = b.states[si].copy()  # (B, T+1, N, 4)
     others[np.arange(len(si)), :, adv] = at
@@ -1180,7 +1210,7 @@ def evade_ego(scenes: SceneBatch, scene_idx: np.ndarray, adversary: np.ndarray, 
         tr = _rollout_torch(s0, ctrl, c)  # (B, T+1, 4)
         clr = _disc_clearance(tr[:, :, None].expand_as(oth), oth, c)  # (B, T+1, N)
         viol = (torch.relu(clearance - clr) ** 2 * mask[:, None]).sum((1, 2))
-        track = ((tr[..., :2] - log[..., :2]) ** 2).sum(-1).mean(-1)
+        track = ((tr[..., 0] - log[..., 0]) ** 2 + lateral_weight * (tr[..., 1] - log[..., 1]) ** 2).mean(-1)
         lo, hi = c.accel_bounds
         effort = ((ctrl[..., 0] / max(-lo, hi)) ** 2 + (ctrl[..., 1] / c.steer_max) ** 2).mean(-1)
         loss = (50 * viol + track_weight * track + 10 * _road_penalty(tr, c) + 0.1 * effort).sum()
@@ -1191,8 +1221,9 @@ def evade_ego(scenes: SceneBatch, scene_idx: np.ndarray, adversary: np.ndarray, 
         return _rollout_torch(s0, _from_raw(raw, c), c).numpy()
 
 
-def make_scenarios(scenes: SceneBatch, choice: np.ndarray, attack_trajs: np.ndarray, *, band: tuple[float, float] = (0.5, 3.0),
-                   iters: int = 100, track_weight: float = 1.0) -> tuple[SceneBatch, dict[str, np.ndarray]]:
+def make_scenarios(scenes: SceneBatch, choice: np.ndarray, attack_trajs: np.ndarray | None = None, *,
+                   band: tuple[float, float] = (0.5, 3.0), iters: int = 100, track_weight: float = 1.0,
+                   attack_iters: int = 60, lateral_weight: float = 1.0) -> tuple[SceneBatch, dict[str, np.ndarray]]:
     """Two-stage generation for the chosen adversaries: keep the collision-stage
     trajectory of the chosen vehicle, re-simulate the ego into an evasion (:func:`evade_ego`)
     and keep the scene only if the ego–adversary minimum box distance lies in ``band``
@@ -1203,8 +1234,9 @@ def make_scenarios(scenes: SceneBatch, choice: np.ndarray, attack_trajs: np.ndar
     scenes : SceneBatch
     choice : ndarray of int, shape (S,)
         Chosen slot per scene (0 = "no vehicle": no scenario).
-    attack_trajs : ndarray, shape (S, N, T+1, 4)
-        From :func:`attack_labels`.
+    attack_trajs : ndarray, shape (S, N, T+1, 4), optional
+        From :func:`attack_labels`; when ``None`` only the chosen vehicles are attacked
+        here (:func:`attack_adversary` with ``attack_iters``), as the paper's pipeline does.
 
     Returns
     -------
@@ -1221,17 +1253,23 @@ def make_scenarios(scenes: SceneBatch, choice: np.ndarray, attack_trajs: np.ndar
     lo, hi = (check_real(z, "band", lo=0.0) for z in band)
     if lo >= hi:
         raise ValueError(f"band={band!r} must be (low, high) with low < high")
-    tr = np.asarray(attack_trajs, dtype=float)
-    if tr.shape != b.states.transpose(0, 2, 1, 3).shape:
-        raise ValueError(f"attack_trajs must have shape {b.states.transpose(0, 2, 1, 3).shape}; got {tr.shape}")
     att = np.flatnonzero(ch > 0)
+    if attack_trajs is None:
+        tr = b.states.transpose(0, 2, 1, 3).copy()
+        if len(att):
+            _check_pairs(b, att, ch[att])
+            tr[att, ch[att]] = attack_adversary(b, att, ch[att], iters=attack_iters)
+    else:
+        tr = np.asarray(attack_trajs, dtype=float)
+        if tr.shape != b.states.transpose(0, 2, 1, 3).shape:
+            raise ValueError(f"attack_trajs must have shape {b.states.transpose(0, 2, 1, 3).shape}; got {tr.shape}")
     c = b.config
     empty = {"scene": att[:0], "adversary": att[:0], "min_dist": np.zeros(0), "kept": np.zeros(0, bool), "attempted": att}
     if not len(att):
         return b.subset(att), empty
     adv = ch[att]
     at = tr[att, adv]
-    ego = evade_ego(b, att, adv, at, iters=iters, track_weight=track_weight)
+    ego = evade_ego(b, att, adv, at, iters=iters, track_weight=track_weight, lateral_weight=lateral_weight)
     states = b.states[att].copy()
     states[np.arange(len(att)), :, adv] = at
     states[:, :, 0] = ego
@@ -1262,8 +1300,8 @@ def finetune_planner(planner: BCPlanner, generated: SceneBatch, benign: SceneBat
         raise TypeError(f"planner must be a BCPlanner (to fine-tune), got {type(planner).__name__}")
     _check_batch(generated, "generated")
     _check_batch(benign, "benign")
-    vg, eg, wg = _planner_dataset(generated, frames, planner.res)
-    vb, eb, wb = _planner_dataset(benign, benign_frames, planner.res)
+    vg, eg, wg = planner_samples(generated, frames, res=planner.res)
+    vb, eb, wb = planner_samples(benign, benign_frames, res=planner.res)
     rng = check_random_state(random_state)
     pick = rng.choice(len(vb), size=min(len(vb), len(vg)), replace=False)
     new = planner.copy()
@@ -1370,9 +1408,9 @@ def grpo_loss(logp_new, logp_old, logp_ref, rewards, *, clip_eps: float = 0.2, b
         \\operatorname{clip}(\\rho_{ig}, 1-\\varepsilon, 1+\\varepsilon)\\hat A_{ig}\\bigr)
         - \\beta\\,\\Bigl(\\frac{\\pi_{\\text{ref}}}{\\pi_\\theta} - \\log\\frac{\\pi_{\\text{ref}}}{\\pi_\\theta} - 1\\Bigr)\\Bigr],
 
-    the KL term being the unbiased "k3" estimator used by GRPO. ``std`` is the population
-    standard deviation (as in the authors' trainer, which uses torch's default, the
-    *sample* sd — we use ``unbiased=True`` to match it).
+    the KL term being the unbiased "k3" estimator used by GRPO. ``std`` is the sample
+    standard deviation (torch's default, as in the open-r1 / VLM-R1 trainer the authors
+    build on).
 
     Parameters
     ----------
