@@ -567,6 +567,19 @@ def rollout_traffic(states0: np.ndarray, present: np.ndarray, v0: np.ndarray, ho
     return SceneBatch(states, controls, pr.copy(), v0.copy(), c)
 
 
+def _loop_neighbour(cur: list, row: np.ndarray, i: int, xi: float, lane: int, ahead: bool, occupies: Any,
+                    length: float) -> tuple[float, float]:
+    """Nearest vehicle ahead (or behind) of vehicle ``i`` in ``lane``, one vehicle at a time."""
+    import math
+
+    best, bv = math.inf, 0.0
+    for j in range(len(cur)):
+        d = cur[j][0] - xi if ahead else xi - cur[j][0]
+        if j != i and row[j] and occupies(cur[j][1], lane) and 0 < d < best:
+            best, bv = d, cur[j][3]
+    return best - length, bv
+
+
 def rollout_traffic_loop(states0: np.ndarray, present: np.ndarray, v0: np.ndarray, horizon: int,
                          config: RoadConfig | None = None) -> SceneBatch:
     """Reference for :func:`rollout_traffic`: the same model written as plain Python loops
@@ -611,19 +624,11 @@ def rollout_traffic_loop(states0: np.ndarray, present: np.ndarray, v0: np.ndarra
                     continue
                 xi, yi, thi, vi = cur[i]
 
-                def leader(lane, i=i, xi=xi):
-                    best, bv = math.inf, 0.0
-                    for j in range(N):
-                        if j != i and pr[s, j] and occupies(cur[j][1], lane) and cur[j][0] - xi > 0 and cur[j][0] - xi < best:
-                            best, bv = cur[j][0] - xi, cur[j][3]
-                    return best - c.length, bv
+                def leader(lane, i=i, xi=xi, cur=cur, row=pr[s]):
+                    return _loop_neighbour(cur, row, i, xi, lane, True, occupies, c.length)
 
-                def follower(lane, i=i, xi=xi):
-                    best, bv = math.inf, 0.0
-                    for j in range(N):
-                        if j != i and pr[s, j] and occupies(cur[j][1], lane) and xi - cur[j][0] > 0 and xi - cur[j][0] < best:
-                            best, bv = xi - cur[j][0], cur[j][3]
-                    return best - c.length, bv
+                def follower(lane, i=i, xi=xi, cur=cur, row=pr[s]):
+                    return _loop_neighbour(cur, row, i, xi, lane, False, occupies, c.length)
 
                 gap_cur, v_cur = math.inf, 0.0
                 for lane in range(L):
