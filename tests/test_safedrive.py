@@ -332,3 +332,9 @@ def test_bc_planner_fits_and_fine_tunes_without_touching_the_original():
     ft = sd.finetune_planner(p, b, b, fr, fr, epochs=2, random_state=0)
     assert all(torch.equal(a, c) for a, c in zip(before, p.net.parameters(), strict=True))
     assert not all(torch.equal(a, c) for a, c in zip(before, ft.net.parameters(), strict=True))
+
+
+def test_public_docstrings_have_numpydoc_sections():
+    from docsections import undocumented
+
+    assert undocumented("icml26.safedrive") == []

@@ -76,6 +76,12 @@ class RoadConfig:
         vehicle reconsiders its lane.
     accel_bounds, steer_max : (float, float), float
         Control limits of every vehicle.
+
+    References
+    ----------
+    Treiber, Hennecke & Helbing, Phys. Rev. E 62:1805 (2000) — IDM.
+    Kesting, Treiber & Helbing, *MOBIL*, Transp. Res. Rec. 1999 (2007).
+    Zhou et al., *SafeMVDrive / SMD*, ICML 2026, arXiv:2505.17727; https://github.com/zhoujiawei3/SafeMVDrive
     """
 
     n_lanes: int = 3
@@ -107,9 +113,17 @@ class RoadConfig:
 
     @property
     def road_width(self) -> float:
+        """Total width of the road (m)."""
         return self.n_lanes * self.lane_width
 
     def lane_centres(self) -> np.ndarray:
+        """The lane centres.
+
+        Returns
+        -------
+        ndarray, shape (n_lanes,)
+            Lateral positions of the lane centres (m).
+        """
         return (np.arange(self.n_lanes) + 0.5) * self.lane_width
 
 
@@ -128,6 +142,15 @@ class SceneBatch:
     v0 : ndarray, shape (S, N)
         Desired speeds of the IDM drivers.
     config : RoadConfig
+
+    Parameters
+    ----------
+    states, controls, present, v0, config
+        As the attributes below.
+
+    References
+    ----------
+    Zhou et al., *SafeMVDrive / SMD*, ICML 2026, arXiv:2505.17727; https://github.com/zhoujiawei3/SafeMVDrive
     """
 
     states: np.ndarray
@@ -163,7 +186,12 @@ class SceneBatch:
         return self.controls.shape[1]
 
     def subset(self, idx: Any) -> SceneBatch:
-        """The scenes ``idx`` (an index array, slice or boolean mask)."""
+        """The scenes ``idx`` (an index array, slice or boolean mask).
+
+        Returns
+        -------
+        SceneBatch
+        """
         return SceneBatch(self.states[idx], self.controls[idx], self.present[idx], self.v0[idx], self.config)
 
 
@@ -204,6 +232,11 @@ def bicycle_step(state: Any, control: Any, dt: float, wheelbase: float) -> Any:
     Returns
     -------
     array or tensor, shape (..., 4)
+
+    References
+    ----------
+    Rajamani, *Vehicle Dynamics and Control*, Springer (2012), §2.2 — kinematic bicycle.
+    Zhou et al., *SafeMVDrive / SMD*, ICML 2026, arXiv:2505.17727; https://github.com/zhoujiawei3/SafeMVDrive
     """
     dt = check_real(dt, "dt", lo=0.0, lo_open=True)
     wheelbase = check_real(wheelbase, "wheelbase", lo=0.0, lo_open=True)
@@ -240,6 +273,10 @@ def idm_accel(v: Any, v_lead: Any, gap: Any, v0: Any, config: RoadConfig | None 
     Returns
     -------
     ndarray
+
+    References
+    ----------
+    Treiber, Hennecke & Helbing, Phys. Rev. E 62:1805 (2000) — IDM.
     """
     c = _check_config(config)
     v, v_lead, gap, v0 = (np.asarray(z, dtype=float) for z in (v, v_lead, gap, v0))
@@ -261,6 +298,18 @@ def idm_equilibrium_gap(v: float, v0: float, config: RoadConfig | None = None) -
     Returns
     -------
     float
+
+    Parameters
+    ----------
+    v : float
+        Common speed (m/s), ``0 <= v < v0``.
+    v0 : float
+        Desired speed (m/s).
+    config : RoadConfig, optional
+
+    References
+    ----------
+    Treiber, Hennecke & Helbing, Phys. Rev. E 62:1805 (2000) — IDM.
     """
     c = _check_config(config)
     v0 = check_real(v0, "v0", lo=0.0, lo_open=True)
@@ -279,6 +328,10 @@ def box_corners(boxes: np.ndarray) -> np.ndarray:
     Returns
     -------
     ndarray, shape (..., 4, 2)
+
+    References
+    ----------
+    Gottschalk, Lin & Manocha, *OBBTree*, SIGGRAPH 1996 — the separating-axis test for oriented boxes.
     """
     b = np.asarray(boxes, dtype=float)
     if b.shape[-1:] != (5,):
@@ -308,6 +361,10 @@ def boxes_overlap(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     Returns
     -------
     ndarray of bool, shape (...)
+
+    References
+    ----------
+    Gottschalk, Lin & Manocha, *OBBTree*, SIGGRAPH 1996 — the separating-axis test for oriented boxes.
     """
     a = np.asarray(a, dtype=float)
     b = np.asarray(b, dtype=float)
@@ -346,6 +403,10 @@ def box_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     Returns
     -------
     ndarray, shape (...)
+
+    References
+    ----------
+    Ericson, *Real-Time Collision Detection*, Morgan Kaufmann (2005), §5.1 — closest points.
     """
     a = np.asarray(a, dtype=float)
     b = np.asarray(b, dtype=float)
@@ -373,6 +434,15 @@ def check_no_overlap(states0: np.ndarray, present: np.ndarray, config: RoadConfi
         Initial states.
     present : ndarray of bool, shape (S, N)
     config : RoadConfig, optional
+
+    Returns
+    -------
+    None
+        Returns quietly when no two present vehicles overlap.
+
+    References
+    ----------
+    Gottschalk, Lin & Manocha, *OBBTree*, SIGGRAPH 1996 — the separating-axis test for oriented boxes.
     """
     c = _check_config(config)
     s0, pr = _check_initial(states0, present)
@@ -415,6 +485,18 @@ def sample_initial_scenes(n_scenes: int, *, n_agents: tuple[int, int] = (4, 8), 
     states0 : ndarray, shape (S, 1 + n_agents[1], 4)
     present : ndarray of bool, shape (S, 1 + n_agents[1])
     v0 : ndarray, shape (S, 1 + n_agents[1])
+
+    Parameters
+    ----------
+    n_scenes : int
+    n_agents : (int, int)
+        Smallest and largest number of agents besides the ego.
+    config : RoadConfig, optional
+    random_state : int, Generator or None
+
+    References
+    ----------
+    Zhou et al., *SafeMVDrive / SMD*, ICML 2026, arXiv:2505.17727; https://github.com/zhoujiawei3/SafeMVDrive
     """
     c = _check_config(config)
     n_scenes = check_int(n_scenes, "n_scenes")
@@ -547,6 +629,11 @@ def rollout_traffic(states0: np.ndarray, present: np.ndarray, v0: np.ndarray, ho
     ------
     ValueError
         If two vehicles overlap at :math:`t = 0` (see :func:`check_no_overlap`).
+
+    References
+    ----------
+    Treiber, Hennecke & Helbing, Phys. Rev. E 62:1805 (2000) — IDM.
+    Kesting, Treiber & Helbing, *MOBIL*, Transp. Res. Rec. 1999 (2007).
     """
     c = _check_config(config)
     s0, pr = _check_initial(states0, present)
@@ -585,6 +672,21 @@ def rollout_traffic_loop(states0: np.ndarray, present: np.ndarray, v0: np.ndarra
     """Reference for :func:`rollout_traffic`: the same model written as plain Python loops
     over scenes and agents (one vehicle at a time, scalar math). Used to test and time the
     vectorised simulator.
+
+    Parameters
+    ----------
+    states0, present, v0, horizon, config
+        As in :func:`rollout_traffic`.
+
+    Returns
+    -------
+    SceneBatch
+        Equal to :func:`rollout_traffic`'s result up to rounding.
+
+    References
+    ----------
+    Treiber, Hennecke & Helbing, Phys. Rev. E 62:1805 (2000) — IDM.
+    Kesting, Treiber & Helbing, *MOBIL*, Transp. Res. Rec. 1999 (2007).
     """
     import math
 
@@ -668,6 +770,19 @@ def benign_scenes(n_scenes: int, horizon: int = 40, *, n_agents: tuple[int, int]
     Returns
     -------
     SceneBatch
+
+    Parameters
+    ----------
+    n_scenes : int
+    horizon : int
+        Steps of ``dt`` (40 steps = 4 s).
+    n_agents : (int, int)
+    config : RoadConfig, optional
+    random_state : int, Generator or None
+
+    References
+    ----------
+    Zhou et al., *SafeMVDrive / SMD*, ICML 2026, arXiv:2505.17727; https://github.com/zhoujiawei3/SafeMVDrive
     """
     c = _check_config(config)
     n_scenes = check_int(n_scenes, "n_scenes")
@@ -730,6 +845,10 @@ def render_views(scenes: SceneBatch, frames: np.ndarray, *, res: int = 12, lag: 
     Returns
     -------
     ndarray of float32, shape (S, F, 4, 3, res, res)
+
+    References
+    ----------
+    Zhou et al., *SafeMVDrive / SMD*, ICML 2026, arXiv:2505.17727; https://github.com/zhoujiawei3/SafeMVDrive (the multi-view video this stands in for).
     """
     b = _check_batch(scenes)
     res = check_int(res, "res")
@@ -778,6 +897,16 @@ def waypoint_targets(scenes: SceneBatch, frames: np.ndarray) -> np.ndarray:
     Returns
     -------
     ndarray, shape (S, F, 4, 2)
+
+    Parameters
+    ----------
+    scenes : SceneBatch
+    frames : ndarray of int, shape (S, F)
+        Sample times; each needs 20 future steps.
+
+    References
+    ----------
+    Zhou et al., *SafeMVDrive / SMD*, ICML 2026, arXiv:2505.17727; https://github.com/zhoujiawei3/SafeMVDrive
     """
     b = _check_batch(scenes)
     fr = np.asarray(frames)
@@ -810,6 +939,10 @@ def track_waypoints(state0: np.ndarray, waypoints: np.ndarray, *, steps: int = 2
     -------
     ndarray, shape (B, steps + 1, 4)
         The tracked states (world frame).
+
+    References
+    ----------
+    Coulter, *Implementation of the Pure Pursuit Path Tracking Algorithm*, CMU-RI-TR-92-01 (1992).
     """
     c = _check_config(config)
     st = np.asarray(state0, dtype=float)
@@ -853,9 +986,24 @@ class PlannerLike(Protocol):
     ``plan(views, ego)`` takes views of shape (B, 4, 3, res, res) (stand-in camera images)
     and ego features (B, 4) (speed / 15, lane offset / lane width, 5 × heading, y / road
     width) and returns waypoints (B, 4, 2) in the ego frame at +0.5, 1.0, 1.5, 2.0 s.
+
+    Parameters
+    ----------
+    (protocol; no constructor arguments)
+
+    References
+    ----------
+    Zhou et al., *SafeMVDrive / SMD*, ICML 2026, arXiv:2505.17727; https://github.com/zhoujiawei3/SafeMVDrive
     """
 
-    def plan(self, views: np.ndarray, ego: np.ndarray) -> np.ndarray: ...
+    def plan(self, views: np.ndarray, ego: np.ndarray) -> np.ndarray:
+        """Waypoints for each sample.
+
+        Returns
+        -------
+        ndarray, shape (B, 4, 2)
+        """
+        ...
 
 
 class BCPlanner:
@@ -870,6 +1018,10 @@ class BCPlanner:
     res : int
         View resolution (must match :func:`render_views`).
     random_state : int, Generator or None
+
+    References
+    ----------
+    Zhou et al., *SafeMVDrive / SMD*, ICML 2026, arXiv:2505.17727; https://github.com/zhoujiawei3/SafeMVDrive (UniAD and other end-to-end planners, which this stands in for).
     """
 
     def __init__(self, hidden: int = 128, res: int = 12, random_state: RandomState = None) -> None:
@@ -897,7 +1049,13 @@ class BCPlanner:
     def fit(self, views: np.ndarray, ego: np.ndarray, waypoints: np.ndarray, *, epochs: int = 30, lr: float = 1e-3,
             batch_size: int = 128, random_state: RandomState = None) -> BCPlanner:
         """Behaviour cloning (MSE on scaled waypoints); continue from the current weights
-        (so a second call fine-tunes)."""
+        (so a second call fine-tunes).
+
+        Returns
+        -------
+        BCPlanner
+            ``self``; ``history`` gains one mean loss per epoch.
+        """
         import torch
 
         epochs = check_int(epochs, "epochs")
@@ -924,7 +1082,12 @@ class BCPlanner:
         return self
 
     def plan(self, views: np.ndarray, ego: np.ndarray) -> np.ndarray:
-        """Waypoints (B, 4, 2) in the ego frame."""
+        """Waypoints (B, 4, 2) in the ego frame.
+
+        Returns
+        -------
+        ndarray, shape (B, 4, 2)
+        """
         import torch
 
         with torch.no_grad():
@@ -932,7 +1095,12 @@ class BCPlanner:
         return out.reshape(len(out), -1, 2) * self.scale
 
     def copy(self) -> BCPlanner:
-        """An independent copy (for fine-tuning without touching the original)."""
+        """An independent copy (for fine-tuning without touching the original).
+
+        Returns
+        -------
+        BCPlanner
+        """
         import copy
 
         return copy.deepcopy(self)
@@ -947,6 +1115,17 @@ def planner_samples(scenes: SceneBatch, frames: np.ndarray, *, res: int = 12) ->
     views : ndarray, shape (S*F, 4, 3, res, res)
     ego : ndarray, shape (S*F, 4)
     waypoints : ndarray, shape (S*F, 4, 2)
+
+    Parameters
+    ----------
+    scenes : SceneBatch
+    frames : ndarray of int, shape (S, F)
+    res : int
+        View resolution.
+
+    References
+    ----------
+    Zhou et al., *SafeMVDrive / SMD*, ICML 2026, arXiv:2505.17727; https://github.com/zhoujiawei3/SafeMVDrive
     """
     _check_batch(scenes)
     res = check_int(res, "res")
@@ -972,6 +1151,11 @@ def plan_collisions(planner: Any, scenes: SceneBatch, frames: np.ndarray, *, res
     -------
     ndarray of bool, shape (S, F)
         Sample-level collisions; ``.any(1)`` gives the scene level.
+
+    References
+    ----------
+    Hu et al., *Planning-oriented Autonomous Driving* (UniAD), CVPR 2023 — ``obj_box_col``.
+    Zhou et al., *SafeMVDrive / SMD*, ICML 2026, arXiv:2505.17727; https://github.com/zhoujiawei3/SafeMVDrive
     """
     b = _check_batch(scenes)
     if not callable(getattr(planner, "plan", None)):
@@ -1065,6 +1249,11 @@ def attack_adversary(scenes: SceneBatch, scene_idx: np.ndarray, adversary: np.nd
     -------
     ndarray, shape (B, T+1, 4)
         The adversary's new trajectory.
+
+    References
+    ----------
+    Zhong et al., *Guided Conditional Diffusion for Controllable Traffic Simulation* (CTG), ICRA 2023.
+    Zhou et al., *SafeMVDrive / SMD*, ICML 2026, arXiv:2505.17727; https://github.com/zhoujiawei3/SafeMVDrive
     """
     import torch
 
@@ -1138,6 +1327,18 @@ def graded_rewards(min_dist: np.ndarray, t_hit: np.ndarray, first_other: np.ndar
     -----
     The released code reads the values from a dict {vehicle id: reward}; how they were
     computed is not documented. This grading follows the digest's plan.
+
+    Parameters
+    ----------
+    min_dist, t_hit, first_other, off_road : ndarray, shape (B,)
+        Minimum ego distance (m), first contact step, first step touching another vehicle
+        (``horizon + 1`` for never) and whether the adversary left the road.
+    horizon : int
+    near_miss : float
+
+    References
+    ----------
+    Zhou et al., *SafeMVDrive / SMD*, ICML 2026, arXiv:2505.17727; https://github.com/zhoujiawei3/SafeMVDrive (``vlm-selector`` reward functions).
     """
     near_miss = check_real(near_miss, "near_miss", lo=0.0, lo_open=True)
     arrays = [np.asarray(z) for z in (min_dist, t_hit, first_other, off_road)]
@@ -1158,6 +1359,18 @@ def attack_labels(scenes: SceneBatch, *, iters: int = 60, near_miss: float = 2.0
         Graded reward per slot (0 for absent slots); slot 0 = "no vehicle".
     trajectories : ndarray, shape (S, N, T+1, 4)
         Each candidate's attack trajectory (the logged one for slot 0 and absent slots).
+
+    Parameters
+    ----------
+    scenes : SceneBatch
+    iters : int
+        Adam steps per attack.
+    near_miss : float
+        Distance (m) below which a missed attack still earns 0.5.
+
+    References
+    ----------
+    Zhou et al., *SafeMVDrive / SMD*, ICML 2026, arXiv:2505.17727; https://github.com/zhoujiawei3/SafeMVDrive
     """
     b = _check_batch(scenes)
     pairs = np.argwhere(b.present[:, 1:])
@@ -1186,6 +1399,23 @@ def evade_ego(scenes: SceneBatch, scene_idx: np.ndarray, adversary: np.ndarray, 
     -------
     ndarray, shape (B, T+1, 4)
         The ego's evasive trajectory.
+
+    Parameters
+    ----------
+    scenes : SceneBatch
+    scene_idx, adversary : ndarray of int, shape (B,)
+    adv_traj : ndarray, shape (B, T+1, 4)
+        The adversary's fixed trajectory.
+    iters, lr : int, float
+    clearance : float
+        Target disc clearance (m).
+    track_weight, lateral_weight : float
+        Pull towards the logged path, and the extra weight of its lateral part.
+
+    References
+    ----------
+    Zhong et al., CTG, ICRA 2023.
+    Zhou et al., *SafeMVDrive / SMD*, ICML 2026, arXiv:2505.17727; https://github.com/zhoujiawei3/SafeMVDrive
     """
     import torch
 
@@ -1250,6 +1480,10 @@ def make_scenarios(scenes: SceneBatch, choice: np.ndarray, attack_trajs: np.ndar
     info : dict
         ``scene`` (index of each kept scene), ``adversary``, ``min_dist`` per attempted
         scene and ``kept`` (bool per attempted scene), ``attempted`` (scene indices).
+
+    References
+    ----------
+    Zhou et al., *SafeMVDrive / SMD*, ICML 2026, arXiv:2505.17727; https://github.com/zhoujiawei3/SafeMVDrive
     """
     b = _check_batch(scenes)
     ch = np.asarray(choice)
@@ -1300,6 +1534,19 @@ def finetune_planner(planner: BCPlanner, generated: SceneBatch, benign: SceneBat
     -------
     BCPlanner
         A new planner; ``planner`` is unchanged.
+
+    Parameters
+    ----------
+    planner : BCPlanner
+    generated, benign : SceneBatch
+    frames, benign_frames : ndarray of int
+        Sample times of each set.
+    epochs, lr : int, float
+    random_state : int, Generator or None
+
+    References
+    ----------
+    Zhou et al., *SafeMVDrive / SMD*, ICML 2026, arXiv:2505.17727; https://github.com/zhoujiawei3/SafeMVDrive
     """
     if not isinstance(planner, BCPlanner):
         raise TypeError(f"planner must be a BCPlanner (to fine-tune), got {type(planner).__name__}")
@@ -1332,6 +1579,14 @@ def candidate_features(scenes: SceneBatch) -> tuple[np.ndarray, np.ndarray]:
     features : ndarray of float32, shape (S, N, 9)
     mask : ndarray of bool, shape (S, N)
         Allowed choices (slot 0 always).
+
+    Parameters
+    ----------
+    scenes : SceneBatch
+
+    References
+    ----------
+    Zhou et al., *SafeMVDrive / SMD*, ICML 2026, arXiv:2505.17727; https://github.com/zhoujiawei3/SafeMVDrive
     """
     b = _check_batch(scenes)
     s = b.states[:, 0]  # (S, N, 4)
@@ -1364,6 +1619,11 @@ class SelectorPolicy:
     ----------
     hidden : int
     random_state : int, Generator or None
+
+    References
+    ----------
+    Zhou et al., *SafeMVDrive / SMD*, ICML 2026, arXiv:2505.17727; https://github.com/zhoujiawei3/SafeMVDrive
+    Shao et al., *DeepSeekMath*, arXiv:2402.03300 (2024) — GRPO.
     """
 
     def __init__(self, hidden: int = 32, random_state: RandomState = None) -> None:
@@ -1376,7 +1636,12 @@ class SelectorPolicy:
         self.history: list[dict[str, float]] = []
 
     def log_probs(self, features, mask):
-        """Log-probabilities, shape (S, N) (``-inf`` where not allowed); torch tensors."""
+        """Log-probabilities, shape (S, N) (``-inf`` where not allowed); torch tensors.
+
+        Returns
+        -------
+        torch.Tensor, shape (S, N)
+        """
         import torch
 
         f = torch.as_tensor(np.asarray(features, dtype=np.float32))
@@ -1394,6 +1659,12 @@ class SelectorPolicy:
             return self.log_probs(features, mask).argmax(-1).numpy()
 
     def copy(self) -> SelectorPolicy:
+        """An independent copy (the GRPO reference policy).
+
+        Returns
+        -------
+        SelectorPolicy
+        """
         import copy
 
         return copy.deepcopy(self)
@@ -1464,6 +1735,20 @@ def train_selector(policy: SelectorPolicy, features: np.ndarray, mask: np.ndarra
     -------
     SelectorPolicy
         ``policy``, trained in place; ``policy.history`` holds mean reward and loss.
+
+    Parameters
+    ----------
+    policy : SelectorPolicy
+    features, mask, rewards
+        From :func:`candidate_features` and :func:`attack_labels`.
+    iters, group, batch, inner : int
+    lr, clip_eps, beta : float
+    random_state : int, Generator or None
+
+    References
+    ----------
+    Shao et al., *DeepSeekMath*, arXiv:2402.03300 (2024) — GRPO.
+    Zhou et al., *SafeMVDrive / SMD*, ICML 2026, arXiv:2505.17727; https://github.com/zhoujiawei3/SafeMVDrive
     """
     import torch
 
@@ -1502,7 +1787,20 @@ def train_selector(policy: SelectorPolicy, features: np.ndarray, mask: np.ndarra
 
 
 def select_closest(scenes: SceneBatch) -> np.ndarray:
-    """Baseline of the authors' scripts: the candidate closest to the ego at :math:`t = 0`."""
+    """Baseline of the authors' scripts: the candidate closest to the ego at :math:`t = 0`.
+
+    Parameters
+    ----------
+    scenes : SceneBatch
+
+    Returns
+    -------
+    ndarray of int, shape (S,)
+
+    References
+    ----------
+    Zhou et al., *SafeMVDrive / SMD*, ICML 2026, arXiv:2505.17727; https://github.com/zhoujiawei3/SafeMVDrive
+    """
     b = _check_batch(scenes)
     d = np.linalg.norm(b.states[:, 0, :, :2] - b.states[:, 0, :1, :2], axis=-1)
     d = np.where(b.present, d, np.inf)
@@ -1511,7 +1809,21 @@ def select_closest(scenes: SceneBatch) -> np.ndarray:
 
 
 def select_random(scenes: SceneBatch, random_state: RandomState = None) -> np.ndarray:
-    """Baseline: a uniformly random candidate vehicle."""
+    """Baseline: a uniformly random candidate vehicle.
+
+    Parameters
+    ----------
+    scenes : SceneBatch
+    random_state : int, Generator or None
+
+    Returns
+    -------
+    ndarray of int, shape (S,)
+
+    References
+    ----------
+    Zhou et al., *SafeMVDrive / SMD*, ICML 2026, arXiv:2505.17727; https://github.com/zhoujiawei3/SafeMVDrive
+    """
     b = _check_batch(scenes)
     rng = check_random_state(random_state)
     cand = b.present.copy()
@@ -1523,6 +1835,20 @@ def select_with(selector: Any, scenes: SceneBatch) -> np.ndarray:
     """Run any selector — a callable ``(features, mask) -> slot per scene`` (0 = "no
     vehicle") — on :func:`candidate_features` of ``scenes``, checking its answers.
     This is where a real selector (e.g. a VLM wrapped to return slot indices) plugs in.
+
+    Parameters
+    ----------
+    selector : callable
+    scenes : SceneBatch
+
+    Returns
+    -------
+    ndarray of int, shape (S,)
+        The checked choices.
+
+    References
+    ----------
+    Zhou et al., *SafeMVDrive / SMD*, ICML 2026, arXiv:2505.17727; https://github.com/zhoujiawei3/SafeMVDrive
     """
     b = _check_batch(scenes)
     if not callable(selector):
