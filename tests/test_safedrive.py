@@ -337,3 +337,12 @@ def test_public_docstrings_have_numpydoc_sections():
     from docsections import undocumented
 
     assert undocumented("icml26.safedrive") == []
+
+
+def test_concat_scenes_and_batched_attacks_do_not_interact():
+    a, b = sd.benign_scenes(2, 20, random_state=1), sd.benign_scenes(1, 20, random_state=2)
+    ab = sd.concat_scenes(a, b)
+    assert np.array_equal(ab.states[2:], b.states) and ab.n_scenes == 3
+    ra, _ = sd.attack_labels(a, iters=4)
+    rab, _ = sd.attack_labels(ab, iters=4)
+    assert np.array_equal(rab[:2], ra)  # each scene's attack is optimised independently of the batch

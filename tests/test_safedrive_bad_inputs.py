@@ -219,3 +219,11 @@ def test_grpo_loss_bad_input():
     rejects(sd.grpo_loss, torch.zeros(2, 1), torch.zeros(2, 1), torch.zeros(2, 1), torch.zeros(2, 1), match="G >= 2")
     rejects(sd.grpo_loss, z, z, z, z, clip_eps=0.0, match="clip_eps")
     rejects(sd.grpo_loss, z, z, z, z, beta=-0.1, match="beta")
+
+
+@covers("safedrive.concat_scenes")
+def test_concat_scenes_bad_input(scenes):
+    rejects(sd.concat_scenes, match="at least one")
+    rejects(sd.concat_scenes, scenes, "more", match=r"batches\[1\] must be a SceneBatch")
+    short = sd.benign_scenes(1, 10, random_state=0)
+    rejects(sd.concat_scenes, scenes, short, match="only batches of one horizon")
