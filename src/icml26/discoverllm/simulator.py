@@ -72,9 +72,21 @@ def path_label(dim: str, path: Sequence[int]) -> str:
     -------
     str
     """
+    if not isinstance(dim, str) or not dim:
+        raise TypeError(f"dim={dim!r} must be a non-empty str")
+    path = _check_path(path)
     if not path:
-        return str(dim)
-    return f"{dim}=" + ".".join(chr(ord("a") + int(i)) for i in path)
+        return dim
+    return f"{dim}=" + ".".join(chr(ord("a") + i) for i in path)
+
+
+def _check_path(path: Sequence[int]) -> tuple[int, ...]:
+    out = []
+    for i in tuple(path):
+        if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)) or not 0 <= int(i) < 26:
+            raise ValueError(f"path {tuple(path)!r} has index {i!r}; each index must be an integer in [0, 26)")
+        out.append(int(i))
+    return tuple(out)
 
 
 @dataclass
@@ -104,6 +116,14 @@ class IntentNode:
     satisfied: int = 0
     thresholds: list[float] | None = None
 
+    def __post_init__(self) -> None:
+        self.path = _check_path(self.path)
+        if self.aware not in (0, 0.5, 1):
+            raise ValueError(f"aware={self.aware!r} must be 0, 0.5 or 1")
+        if self.satisfied not in (0, 1):
+            raise ValueError(f"satisfied={self.satisfied!r} must be 0 or 1")
+        self.aware = float(self.aware)
+
     @property
     def label(self) -> str:
         return path_label(self.dim, self.path)
@@ -130,6 +150,7 @@ def chain_hierarchy(dim: str, target: Sequence[int]) -> IntentNode:
     IntentNode
         Root ``()`` (aware = 1: the initial request names it) with one chain of children.
     """
+    target = _check_path(target)
     root = IntentNode(dim, (), aware=1.0, thresholds=[])
     node = root
     for depth in range(1, len(target) + 1):
@@ -426,7 +447,7 @@ class IntentSimulator:
             awareness gain (mean over dimensions of the raw score change) and tokens.
         """
         if not self.roots:
-            raise RuntimeError("call reset() before step()")
+            raise ValueError("the simulator has no conversation yet: call reset() before step()")
         msg = self.parse(message)
         from .reward import discovery_reward
 
