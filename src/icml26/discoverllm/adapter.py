@@ -81,7 +81,7 @@ def render_message(message: Message, *, filler: int = 0) -> str:
     filler = check_int(filler, "filler", low=0)
     pad = (" " + " ".join(["lorem"] * filler)) if filler else ""
     if message.kind == "artifact":
-        lines = [f"Here are {message.n_options} draft(s):"]
+        lines = ["Here is one draft:" if message.n_options == 1 else f"Here are {message.n_options} drafts:"]
         for i, o in enumerate(message.options, 1):
             lines.append(f"Option {i}: " + ", ".join(path_label(d, p) for d, p in o.items()) + "." + pad)
         lines.append("Which is closest to what you want?")
