@@ -291,3 +291,14 @@ def test_adapter_reads_free_text():
     assert q.kind == "question" and q.options == ({"setting": (2,)}, {"setting": (3,)})
     g = D.parse_message("What tone are you after?", TASK.dims)
     assert g.options == ({"tone": ()},)
+
+
+def test_without_focus_every_root_updates_at_once():
+    roots = [D.chain_hierarchy(d, (1, 2)) for d in ("a", "b")]
+    sim = IntentSimulator(("a", "b"), depth=2, branching=4, focus=False, hierarchies=roots, random_state=0)
+    sim.reset()
+    res = sim.step(Message("artifact", ({"a": (0, 0), "b": (1, 2)},), 20))
+    assert all(n.satisfied == 1 for n in sim.roots[1].walk() if n.path) and not res.done
+    assert set(res.reply.discovered) == {"a", "b"}
+    res = sim.step(Message("artifact", ({"a": (1, 2), "b": (0, 0)},), 20))
+    assert res.done  # b stays satisfied (skipped), a is now satisfied too

@@ -364,7 +364,10 @@ class IntentSimulator:
 
     @property
     def done(self) -> bool:
-        return self.position >= len(self.roots)
+        """Every root's subtree is satisfied (the user is content)."""
+        if self.focus:
+            return self.position >= len(self.roots)
+        return bool(self.roots) and all(_subtree_satisfied(r) for r in self.roots)
 
     def clone(self) -> IntentSimulator:
         """An independent copy (state and random generator), for look-ahead."""
