@@ -1,0 +1,384 @@
+"""Response-type policies, episode rollouts, and group-normalised policy-gradient training.
+
+A policy picks a response type (:data:`~icml26.discoverllm.assistant.ACTIONS`) each turn
+from the assistant's state features; :class:`~icml26.discoverllm.assistant.SymbolicAssistant`
+writes the message and :class:`~icml26.discoverllm.simulator.IntentSimulator` answers and
+scores it. Training follows GRPO's group normalisation: :math:`G` conversations with the
+same simulated user (same seed) form a group; each conversation's return
+:math:`R_i = \\sum_t R_{i,t}` gets the advantage
+:math:`A_i = (R_i - \\operatorname{mean}_g R) / (\\operatorname{std}_g R + \\epsilon)`, and the
+objective is
+
+.. math::
+
+    J(\\theta) = \\frac{1}{N} \\sum_i \\frac{1}{|\\tau_i|} \\sum_{t} A_i \\log \\pi_\\theta(a_{i,t} \\mid s_{i,t}),
+
+the on-policy form of GRPO (one gradient step per batch, so the clipped ratio is 1; no KL
+term).
+
+References
+----------
+Kim et al., "DiscoverLLM", ICML 2026, arXiv:2602.03429 (online GRPO with the simulator as
+judge); Shao et al., "DeepSeekMath", arXiv:2402.03300 (GRPO). Authors' code:
+``training/trainers/grpo.py`` (https://github.com/tsook/discoverllm).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._common import RandomState, check_int, check_random_state, check_real, progress, seed_from
+from .assistant import ACTIONS, SymbolicAssistant, TokenCosts
+from .simulator import IntentSimulator
+
+__all__ = [
+    "TaskConfig",
+    "Episode",
+    "BASELINES",
+    "ResponseTypePolicy",
+    "run_episode",
+    "run_episodes",
+    "response_type_advantages",
+    "response_type_objective",
+    "train_response_policy",
+]
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    """The simulated task: dimensions, option-tree shape, horizon and message lengths.
+
+    Parameters
+    ----------
+    dims : tuple of str
+        Dimension names.
+    depth, branching : int
+        Target path length and alternatives per level.
+    horizon : int
+        Maximum number of assistant turns; a conversation ends earlier once the user is done.
+    costs : TokenCosts
+        Message lengths.
+    """
+
+    dims: tuple[str, ...] = ("subject", "setting", "tone")
+    depth: int = 2
+    branching: int = 4
+    horizon: int = 6
+    costs: TokenCosts = field(default_factory=TokenCosts)
+
+    def simulator(self, random_state: RandomState = None) -> IntentSimulator:
+        """A fresh simulator for this task."""
+        return IntentSimulator(self.dims, depth=self.depth, branching=self.branching, random_state=random_state)
+
+    def assistant(self, random_state: RandomState = None) -> SymbolicAssistant:
+        """A fresh symbolic assistant for this task."""
+        return SymbolicAssistant(self.dims, self.depth, self.branching, self.costs, random_state=random_state)
+
+    @property
+    def n_features(self) -> int:
+        return self.horizon + 6
+
+
+@dataclass
+class Episode:
+    """One conversation: per-turn features, actions, rewards and measurements."""
+
+    features: list[np.ndarray] = field(default_factory=list)
+    actions: list[int] = field(default_factory=list)
+    rewards: list[float] = field(default_factory=list)
+    tokens: int = 0
+    discover: float = 0.0
+    satisfy: float = 0.0
+    turns: int = 0
+    done: bool = False
+    trace: list[dict] = field(default_factory=list)
+
+    @property
+    def ret(self) -> float:
+        return float(np.sum(self.rewards))
+
+
+def _execute(x, turn, horizon):
+    return 2
+
+
+def _clarify(x, turn, horizon):
+    return 2 if turn == horizon - 1 else 1
+
+
+def _ask_once(x, turn, horizon):
+    return 1 if turn == 0 else 2
+
+
+BASELINES: dict[str, Callable | None] = {
+    "always execute": _execute,
+    "clarify (delivers on the last turn)": _clarify,
+    "ask once, then execute": _ask_once,
+    "random": None,
+}
+"""Fixed policies ``(features, turn, horizon) -> action``; ``None`` is the uniform random policy."""
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+class ResponseTypePolicy:
+    """Softmax policy over response types: a one-hidden-layer MLP on the state features.
+
+    Parameters
+    ----------
+    n_features : int
+        Feature size (``TaskConfig.n_features``).
+    hidden : int
+        Hidden units.
+    random_state : int, Generator or None
+        Seeds the initial weights.
+    """
+
+    def __init__(self, n_features: int, hidden: int = 32, random_state: RandomState = None) -> None:
+        torch = _torch()
+        self.n_features = check_int(n_features, "n_features", low=1)
+        self.hidden = check_int(hidden, "hidden", low=1)
+        g = torch.Generator().manual_seed(seed_from(random_state))
+        self.net = torch.nn.Sequential(torch.nn.Linear(n_features, hidden), torch.nn.Tanh(), torch.nn.Linear(hidden, len(ACTIONS)))
+        with torch.no_grad():
+            for p in self.net.parameters():
+                p.copy_(torch.randn(p.shape, generator=g) * (0.3 if p.dim() > 1 else 0.0))
+
+    def logits(self, x):
+        """Logits, shape ``(n, n_actions)``, for features ``x`` of shape ``(n, n_features)``."""
+        torch = _torch()
+        x = torch.as_tensor(np.asarray(x), dtype=torch.float32)
+        if x.dim() != 2 or x.shape[1] != self.n_features:
+            raise ValueError(f"features must have shape (n, {self.n_features}), got {tuple(x.shape)}")
+        return self.net(x)
+
+    def probs(self, x) -> np.ndarray:
+        """Action probabilities, shape ``(n, n_actions)``."""
+        torch = _torch()
+        with torch.no_grad():
+            return torch.softmax(self.logits(x), dim=-1).double().numpy()
+
+    def greedy(self) -> Callable:
+        """The argmax policy as a ``(features, turn, horizon) -> action`` function."""
+        return lambda x, turn, horizon: int(np.argmax(self.probs(x[None])[0]))
+
+
+def _sample(p: np.ndarray, u: float) -> int:
+    return int(min(np.searchsorted(np.cumsum(p), u * p.sum(), side="right"), len(p) - 1))
+
+
+def run_episode(task: TaskConfig, choose: Callable | ResponseTypePolicy | None, *, sim_seed: int, random_state: RandomState = None,
+                record: bool = False) -> Episode:
+    """Play one conversation with a fixed policy or a sampling :class:`ResponseTypePolicy`.
+
+    Parameters
+    ----------
+    task : TaskConfig
+    choose : callable, ResponseTypePolicy or None
+        ``(features, turn, horizon) -> action``, a policy to sample from, or ``None`` (uniform).
+    sim_seed : int
+        Seeds the simulated user (targets and thresholds): same seed, same user.
+    random_state : int, Generator or None
+        Seeds the assistant's completions and the action sampling.
+    record : bool
+        Keep a per-turn trace (message, reply, reward).
+
+    Returns
+    -------
+    Episode
+    """
+    return run_episodes(task, choose, sim_seeds=[sim_seed], random_states=[random_state], record=record)[0]
+
+
+def run_episodes(task: TaskConfig, choose: Callable | ResponseTypePolicy | None, *, sim_seeds: Sequence[int],
+                 random_states: Sequence[RandomState], record: bool = False) -> list[Episode]:
+    """Play several conversations side by side, one policy call per turn for all of them.
+
+    The vectorised rollout: with a :class:`ResponseTypePolicy` the action probabilities of
+    every live conversation come from one batched forward pass per turn. Each conversation
+    keeps its own generators, so the result equals :func:`run_episode` one by one.
+
+    Parameters
+    ----------
+    task : TaskConfig
+    choose : callable, ResponseTypePolicy or None
+        As in :func:`run_episode`.
+    sim_seeds : sequence of int
+        One simulated user per conversation.
+    random_states : sequence
+        One assistant/sampling seed per conversation.
+    record : bool
+        Keep per-turn traces.
+
+    Returns
+    -------
+    list of Episode
+    """
+    if len(sim_seeds) != len(random_states):
+        raise ValueError(f"sim_seeds and random_states must have the same length, got {len(sim_seeds)} and {len(random_states)}")
+    n = len(sim_seeds)
+    sims, asts, rngs, eps = [], [], [], []
+    for s, r in zip(sim_seeds, random_states):
+        rng = check_random_state(r)
+        sim = task.simulator(random_state=int(s))
+        ast = task.assistant(random_state=int(rng.integers(0, 2**31)))
+        ast.reset(sim.reset())
+        sims.append(sim)
+        asts.append(ast)
+        rngs.append(rng)
+        eps.append(Episode())
+    live = list(range(n))
+    for turn in range(task.horizon):
+        if not live:
+            break
+        feats = np.stack([asts[i].features(turn, task.horizon) for i in live])
+        us = [rngs[i].random() for i in live]
+        if isinstance(choose, ResponseTypePolicy):
+            probs = choose.probs(feats)
+            acts = [_sample(probs[j], us[j]) for j in range(len(live))]
+        elif choose is None:
+            acts = [min(int(u * len(ACTIONS)), len(ACTIONS) - 1) for u in us]
+        else:
+            acts = [int(choose(feats[j], turn, task.horizon)) for j in range(len(live))]
+        still = []
+        for j, i in enumerate(live):
+            msg = asts[i].compose(acts[j])
+            res = sims[i].step(msg)
+            asts[i].observe(res.reply, msg)
+            ep = eps[i]
+            ep.features.append(feats[j])
+            ep.actions.append(acts[j])
+            ep.rewards.append(res.reward)
+            ep.tokens += msg.tokens + res.reply.tokens
+            ep.turns = turn + 1
+            ep.discover, ep.satisfy, ep.done = res.info["discover"], res.info["satisfy"], res.done
+            if record:
+                ep.trace.append({"turn": turn + 1, "action": ACTIONS[acts[j]], "message": msg, "reply": res.reply.text,
+                                 "reward": res.reward, "discover": res.info["discover"], "satisfy": res.info["satisfy"]})
+            if not res.done:
+                still.append(i)
+        live = still
+    return eps
+
+
+def response_type_advantages(returns, groups, eps: float = 1e-6) -> np.ndarray:
+    """Group-normalised advantages :math:`(R_i - \\bar R_g) / (s_g + \\epsilon)`.
+
+    Parameters
+    ----------
+    returns : array_like, shape (E,)
+        Episode returns.
+    groups : array_like of int, shape (E,)
+        Group id of each episode (same simulated user).
+    eps : float
+        Added to the group's standard deviation (population sd, ``ddof=0``).
+
+    Returns
+    -------
+    numpy.ndarray, shape (E,)
+    """
+    r = np.asarray(returns, dtype=float)
+    g = np.asarray(groups)
+    if r.ndim != 1 or g.shape != r.shape:
+        raise ValueError(f"returns and groups must be 1-D of the same length, got shapes {r.shape} and {g.shape}")
+    if not np.all(np.isfinite(r)):
+        raise ValueError("returns must be finite")
+    eps = check_real(eps, "eps", lo=0.0, lo_open=True)
+    adv = np.zeros_like(r)
+    for gid in np.unique(g):
+        m = g == gid
+        adv[m] = (r[m] - r[m].mean()) / (r[m].std() + eps)
+    return adv
+
+
+def response_type_objective(logp, episode, advantages):
+    """The group-normalised policy-gradient objective :math:`J` (to maximise).
+
+    Parameters
+    ----------
+    logp : torch.Tensor, shape (S,)
+        :math:`\\log \\pi(a_{t} \\mid s_{t})` of every step of every episode.
+    episode : torch.LongTensor, shape (S,)
+        Episode index of each step, in ``0..E-1`` (every episode has at least one step).
+    advantages : torch.Tensor, shape (E,)
+        Per-episode advantages.
+
+    Returns
+    -------
+    torch.Tensor
+        Scalar :math:`\\frac{1}{E}\\sum_i \\frac{1}{|\\tau_i|}\\sum_t A_i \\log\\pi(a_{i,t}\\mid s_{i,t})`.
+    """
+    torch = _torch()
+    if logp.dim() != 1 or episode.shape != logp.shape:
+        raise ValueError(f"logp and episode must be 1-D of the same length, got {tuple(logp.shape)} and {tuple(episode.shape)}")
+    n_ep = advantages.shape[0]
+    if episode.numel() and (int(episode.min()) < 0 or int(episode.max()) >= n_ep):
+        raise ValueError(f"episode indices must lie in [0, {n_ep})")
+    lengths = torch.bincount(episode, minlength=n_ep).to(logp.dtype)  # (E,)
+    if torch.any(lengths == 0):
+        raise ValueError("every episode needs at least one step")
+    per_ep = torch.zeros(n_ep, dtype=logp.dtype).index_add_(0, episode, logp) / lengths  # (E,)
+    return (advantages.to(logp.dtype) * per_ep).mean()
+
+
+def train_response_policy(task: TaskConfig, *, iterations: int = 200, groups: int = 4, group_size: int = 8, lr: float = 0.03,
+                          hidden: int = 32, random_state: RandomState = None, show_progress: bool = False):
+    """Train a :class:`ResponseTypePolicy` on the discovery reward with group-normalised PG.
+
+    Each iteration draws ``groups`` simulated users; each user is met by ``group_size``
+    sampled conversations; one Adam step on :math:`-J`.
+
+    Parameters
+    ----------
+    task : TaskConfig
+    iterations, groups, group_size : int
+        Training length and batch shape (``group_size >= 2``).
+    lr : float
+        Adam learning rate.
+    hidden : int
+        Policy width.
+    random_state : int, Generator or None
+        Seeds the initial weights, the users and the sampling.
+    show_progress : bool
+        Report progress.
+
+    Returns
+    -------
+    (ResponseTypePolicy, dict)
+        The policy and a history with the mean return per iteration.
+    """
+    torch = _torch()
+    iterations = check_int(iterations, "iterations", low=1)
+    groups = check_int(groups, "groups", low=1)
+    group_size = check_int(group_size, "group_size", low=2)
+    lr = check_real(lr, "lr", lo=0.0, lo_open=True)
+    rng = check_random_state(random_state)
+    policy = ResponseTypePolicy(task.n_features, hidden=hidden, random_state=int(rng.integers(0, 2**31)))
+    opt = torch.optim.Adam(policy.net.parameters(), lr=lr)
+    hist = {"mean_return": [], "discover": [], "k_ge2_first": []}
+    for _ in progress(range(iterations), "GRPO iterations", disable=not show_progress):
+        users = rng.integers(0, 2**31, size=groups)
+        sim_seeds = np.repeat(users, group_size)
+        states = [int(s) for s in rng.integers(0, 2**31, size=groups * group_size)]
+        eps = run_episodes(task, policy, sim_seeds=sim_seeds, random_states=states)
+        rets = np.array([e.ret for e in eps])
+        adv = response_type_advantages(rets, np.repeat(np.arange(groups), group_size))
+        feats = np.concatenate([np.stack(e.features) for e in eps])  # (S, F)
+        acts = torch.as_tensor(np.concatenate([e.actions for e in eps]))  # (S,)
+        ep_idx = torch.as_tensor(np.concatenate([[i] * len(e.actions) for i, e in enumerate(eps)]))  # (S,)
+        logp = torch.log_softmax(policy.logits(feats), dim=-1).gather(1, acts[:, None])[:, 0]  # (S,)
+        loss = -response_type_objective(logp, ep_idx, torch.as_tensor(adv))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        hist["mean_return"].append(float(rets.mean()))
+        hist["discover"].append(float(np.mean([e.discover for e in eps])))
+        hist["k_ge2_first"].append(float(np.mean([e.actions[0] >= 3 for e in eps])))
+    return policy, hist
