@@ -19,7 +19,6 @@ ICML 2026, arXiv:2507.18623. Authors' environment: github.com/live-robotics-uva/
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -108,9 +107,6 @@ def swap_view(obs: np.ndarray) -> np.ndarray:
     if obs.ndim < 1 or obs.shape[-1] != len(OBS_NAMES):
         raise ValueError(f"obs must have a last axis of length {len(OBS_NAMES)}, got shape {obs.shape}")
     return np.concatenate([obs[..., 4:8], obs[..., 0:4], obs[..., 8:]], axis=-1)
-
-
-PartnerLike = Callable[[np.ndarray], np.ndarray]
 
 
 class MovingOutEnv(gym.Env):
@@ -287,15 +283,16 @@ class MovingOutEnv(gym.Env):
     def check_action(self, action: Any, name: str = "action") -> np.ndarray:
         """``action`` as a float32 array of shape (2,) in [-1, 1], or a ``ValueError`` naming it and the space."""
         try:
-            a = np.asarray(action, dtype=np.float32)
+            a = np.asarray(action, dtype=np.float64)
         except (TypeError, ValueError):
             raise ValueError(f"{name}={action!r} is not in the action space {self.action_space}: not numeric") from None
         if a.shape != (2,):
             raise ValueError(f"{name}={action!r} is not in the action space {self.action_space}: shape {a.shape}, expected (2,)")
         if not np.all(np.isfinite(a)):
             raise ValueError(f"{name}={action!r} is not in the action space {self.action_space}: not finite")
-        if not self.action_space.contains(a):
+        if np.any(np.abs(a) > 1.0):
             raise ValueError(f"{name}={action!r} is not in the action space {self.action_space}: outside [-1, 1]")
+        a = a.astype(np.float32)
         return a
 
     def step(self, action):

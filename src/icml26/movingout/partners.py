@@ -92,6 +92,9 @@ def _unit(v: np.ndarray) -> np.ndarray:
 
 def push_target(box: np.ndarray) -> np.ndarray:
     """The point a box is pushed towards: into the goal zone, at the box's height clipped to the zone."""
+    box = np.asarray(box, dtype=float)
+    if box.shape != (2,) or not np.all(np.isfinite(box)):
+        raise ValueError(f"box must be a finite position of shape (2,), got {box!r}")
     x0, y0, x1, y1 = GOAL
     return np.array([0.5 * (x0 + x1) + 0.05, np.clip(box[1], y0 + 0.12, y1 - 0.12)])
 
