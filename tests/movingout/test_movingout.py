@@ -263,3 +263,11 @@ def test_styles_seen_and_held_out_are_disjoint():
     assert len(partners.SEEN_STYLES) == 6 and len(partners.UNSEEN_STYLES) == 3
     assert not {s.name for s in partners.SEEN_STYLES} & {s.name for s in partners.UNSEEN_STYLES}
     assert partners.push_target(np.array([0.4, 0.9]))[1] == pytest.approx(mo.GOAL[3] - 0.12)
+
+
+def test_policy_features_closed_form():
+    o = torch.tensor([[0.1, 0.2, 0, 0, 0.3, 0.5, 0, 0, 0.9, 0.5, 0.4, 0.6]])
+    f = bc.policy_features(o)[0]
+    assert f.shape == (22,)
+    assert torch.allclose(f[12:20], torch.tensor([0.3, 0.4, 0.8, 0.3, 0.1, 0.1, 0.2, 0.3]))
+    assert f[20] == 0 and f[21] == 1  # heavy box outside, light box inside the goal zone

@@ -122,7 +122,7 @@ def test_partner_inputs():
 # ----------------------------------------------------------------------------- BC and BASS
 
 
-@covers("movingout.bc.MixtureDensityPolicy", "movingout.bc.fit_mdn_policy")
+@covers("movingout.bc.MixtureDensityPolicy", "movingout.bc.fit_mdn_policy", "movingout.bc.policy_features")
 def test_policy_inputs():
     rejects(bc.MixtureDensityPolicy, n_components=0, match="n_components")
     pol = bc.MixtureDensityPolicy()
@@ -133,6 +133,7 @@ def test_policy_inputs():
     rejects(bc.fit_mdn_policy, np.zeros((4, 12)), np.zeros((3, 2)), match="equal rows")
     rejects(bc.fit_mdn_policy, np.zeros((4, 12)), np.full((4, 2), np.nan), match="finite")
     rejects(bc.fit_mdn_policy, np.zeros((4, 12)), np.zeros((4, 2)), epochs=0, match="epochs")
+    rejects(bc.policy_features, torch.zeros(2, 11), match=r"shape \(n, 12\)")
 
 
 @pytest.fixture(scope="module")

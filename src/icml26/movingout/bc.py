@@ -20,6 +20,30 @@ from torch import nn
 from .._common import RandomState, check_int, check_real, seed_from, torch_generator
 
 
+_N_EXTRA = 10
+
+
+def policy_features(obs: torch.Tensor) -> torch.Tensor:
+    """The Moving Out state (n, 12) with relative positions and goal flags appended, shape (n, 22).
+
+    Appended: heavy box − ego, light box − ego, heavy box − partner, partner − ego (each 2-D),
+    and whether the heavy and the light box are in the goal zone (0/1). A fixed input map of
+    our choice that spares the small MLP from learning differences of inputs.
+    """
+    obs = torch.as_tensor(obs, dtype=torch.float32)
+    if obs.ndim != 2 or obs.shape[1] != 12:
+        raise ValueError(f"obs must have shape (n, 12), got {tuple(obs.shape)}")
+    from .env import GOAL
+
+    x0, y0, x1, y1 = GOAL
+
+    def inside(p: torch.Tensor) -> torch.Tensor:
+        return ((p[:, 0] >= x0) & (p[:, 0] <= x1) & (p[:, 1] >= y0) & (p[:, 1] <= y1)).float()[:, None]
+
+    ego, partner, light, heavy = obs[:, 0:2], obs[:, 4:6], obs[:, 8:10], obs[:, 10:12]
+    return torch.cat([obs, heavy - ego, light - ego, heavy - partner, partner - ego, inside(heavy), inside(light)], 1)
+
+
 class MixtureDensityPolicy(nn.Module):
     """MLP with a mixture-of-Gaussians head: :math:`\\pi(a\\mid s) = \\sum_k w_k(s)\\,\\mathcal N(a;\\mu_k(s), \\mathrm{diag}\\,\\sigma_k(s)^2)`.
 
@@ -38,7 +62,7 @@ class MixtureDensityPolicy(nn.Module):
         self.act_dim = check_int(act_dim, "act_dim")
         self.k = check_int(n_components, "n_components")
         hidden = check_int(hidden, "hidden")
-        self.body = nn.Sequential(nn.Linear(self.obs_dim, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh())
+        self.body = nn.Sequential(nn.Linear(self.obs_dim + (_N_EXTRA if self.obs_dim == 12 else 0), hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh())
         self.head = nn.Linear(hidden, self.k * (1 + 2 * self.act_dim))
 
     def _check(self, obs: torch.Tensor) -> torch.Tensor:
@@ -52,7 +76,7 @@ class MixtureDensityPolicy(nn.Module):
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Mixture logits (n, K), means (n, K, d) and log standard deviations (n, K, d)."""
         obs = self._check(obs)
-        h = self.head(self.body(obs))  # (n, K * (1 + 2d))
+        h = self.head(self.body(policy_features(obs) if self.obs_dim == 12 else obs))  # (n, K * (1 + 2d))
         n, k, d = obs.shape[0], self.k, self.act_dim
         logits = h[:, :k]
         mu = torch.tanh(h[:, k : k + k * d]).reshape(n, k, d)
