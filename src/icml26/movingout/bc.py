@@ -19,7 +19,6 @@ from torch import nn
 
 from .._common import RandomState, check_int, check_real, seed_from, torch_generator
 
-
 _N_EXTRA = 10
 
 
