@@ -1,0 +1,168 @@
+"""Behaviour cloning with a mixture-density policy (the stand-in for the paper's diffusion policy).
+
+The policy maps an observation to a mixture of ``K`` diagonal Gaussians over the 2-D
+command; it is trained by maximum likelihood on (observation, action) pairs and acts by
+sampling, so that like a diffusion policy it can represent several modes (e.g. going
+round the box on either side) and gives several candidates for BASS's selection.
+
+References
+----------
+Bishop, "Mixture Density Networks", 1994. Chi et al., "Diffusion Policy", RSS 2023 (the
+paper's backbone, replaced here). Kang et al. (2025), arXiv:2507.18623.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from .._common import RandomState, check_int, check_real, seed_from, torch_generator
+
+_N_EXTRA = 10
+
+
+def policy_features(obs: torch.Tensor) -> torch.Tensor:
+    """The Moving Out state (n, 12) with relative positions and goal flags appended, shape (n, 22).
+
+    Appended: heavy box − ego, light box − ego, heavy box − partner, partner − ego (each 2-D),
+    and whether the heavy and the light box are in the goal zone (0/1). A fixed input map of
+    our choice that spares the small MLP from learning differences of inputs.
+    """
+    obs = torch.as_tensor(obs, dtype=torch.float32)
+    if obs.ndim != 2 or obs.shape[1] != 12:
+        raise ValueError(f"obs must have shape (n, 12), got {tuple(obs.shape)}")
+    from .env import GOAL
+
+    x0, y0, x1, y1 = GOAL
+
+    def inside(p: torch.Tensor) -> torch.Tensor:
+        return ((p[:, 0] >= x0) & (p[:, 0] <= x1) & (p[:, 1] >= y0) & (p[:, 1] <= y1)).float()[:, None]
+
+    ego, partner, light, heavy = obs[:, 0:2], obs[:, 4:6], obs[:, 8:10], obs[:, 10:12]
+    return torch.cat([obs, heavy - ego, light - ego, heavy - partner, partner - ego, inside(heavy), inside(light)], 1)
+
+
+class MixtureDensityPolicy(nn.Module):
+    """MLP with a mixture-of-Gaussians head: :math:`\\pi(a\\mid s) = \\sum_k w_k(s)\\,\\mathcal N(a;\\mu_k(s), \\mathrm{diag}\\,\\sigma_k(s)^2)`.
+
+    Parameters
+    ----------
+    obs_dim, act_dim : int
+    n_components : int
+        Number of mixture components K.
+    hidden : int
+        Width of the two hidden layers.
+    """
+
+    def __init__(self, obs_dim: int = 12, act_dim: int = 2, n_components: int = 4, hidden: int = 64) -> None:
+        super().__init__()
+        self.obs_dim = check_int(obs_dim, "obs_dim")
+        self.act_dim = check_int(act_dim, "act_dim")
+        self.k = check_int(n_components, "n_components")
+        hidden = check_int(hidden, "hidden")
+        self.body = nn.Sequential(nn.Linear(self.obs_dim + (_N_EXTRA if self.obs_dim == 12 else 0), hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh())
+        self.head = nn.Linear(hidden, self.k * (1 + 2 * self.act_dim))
+
+    def _check(self, obs: torch.Tensor) -> torch.Tensor:
+        obs = torch.as_tensor(obs, dtype=torch.float32)
+        if obs.ndim != 2 or obs.shape[1] != self.obs_dim:
+            raise ValueError(f"obs must have shape (n, {self.obs_dim}), got {tuple(obs.shape)}")
+        if not torch.isfinite(obs).all():
+            raise ValueError("obs must be finite")
+        return obs
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Mixture logits (n, K), means (n, K, d) and log standard deviations (n, K, d)."""
+        obs = self._check(obs)
+        h = self.head(self.body(policy_features(obs) if self.obs_dim == 12 else obs))  # (n, K * (1 + 2d))
+        n, k, d = obs.shape[0], self.k, self.act_dim
+        logits = h[:, :k]
+        mu = torch.tanh(h[:, k : k + k * d]).reshape(n, k, d)
+        log_sd = h[:, k + k * d :].reshape(n, k, d).clamp(-5.0, 1.0)
+        return logits, mu, log_sd
+
+    def log_prob(self, obs: torch.Tensor, act: torch.Tensor) -> torch.Tensor:
+        """:math:`\\log \\pi(a\\mid s)` per row, shape (n,)."""
+        logits, mu, log_sd = self(obs)
+        act = torch.as_tensor(act, dtype=torch.float32)
+        if act.shape != (mu.shape[0], self.act_dim):
+            raise ValueError(f"act must have shape ({mu.shape[0]}, {self.act_dim}), got {tuple(act.shape)}")
+        z = (act[:, None, :] - mu) / log_sd.exp()  # (n, K, d)
+        comp = (-0.5 * z**2 - log_sd - 0.5 * np.log(2 * np.pi)).sum(-1)  # (n, K)
+        return torch.logsumexp(torch.log_softmax(logits, -1) + comp, -1)
+
+    @torch.no_grad()
+    def sample(self, obs: np.ndarray, n_samples: int = 1, generator: torch.Generator | None = None) -> np.ndarray:
+        """Draw ``n_samples`` actions per observation, clipped to [-1, 1]; shape (n, n_samples, d)."""
+        n_samples = check_int(n_samples, "n_samples")
+        logits, mu, log_sd = self(torch.as_tensor(np.atleast_2d(obs), dtype=torch.float32))
+        n = mu.shape[0]
+        comp = torch.multinomial(torch.softmax(logits, -1), n_samples, replacement=True, generator=generator)  # (n, S)
+        idx = comp[..., None].expand(n, n_samples, self.act_dim)
+        m = torch.gather(mu, 1, idx)
+        s = torch.gather(log_sd.exp(), 1, idx)
+        eps = torch.randn(m.shape, generator=generator)
+        return (m + s * eps).clamp(-1, 1).numpy()
+
+    @torch.no_grad()
+    def mode(self, obs: np.ndarray) -> np.ndarray:
+        """The mean of the most probable component per observation, shape (n, d)."""
+        logits, mu, _ = self(torch.as_tensor(np.atleast_2d(obs), dtype=torch.float32))
+        return mu[torch.arange(mu.shape[0]), logits.argmax(-1)].numpy()
+
+
+def fit_mdn_policy(
+    obs: np.ndarray,
+    actions: np.ndarray,
+    *,
+    n_components: int = 4,
+    hidden: int = 64,
+    epochs: int = 60,
+    batch_size: int = 256,
+    lr: float = 3e-3,
+    random_state: RandomState = None,
+) -> MixtureDensityPolicy:
+    """Behaviour cloning: maximise :math:`\\sum_i \\log \\pi(a_i\\mid s_i)` with Adam.
+
+    Parameters
+    ----------
+    obs : array_like, shape (n, obs_dim)
+    actions : array_like, shape (n, act_dim)
+    n_components, hidden
+        As in :class:`MixtureDensityPolicy`.
+    epochs, batch_size, lr
+        Optimisation settings.
+    random_state : int, Generator or None
+        Seeds the initial weights and the batch order.
+
+    Returns
+    -------
+    MixtureDensityPolicy
+        In eval mode; ``policy.train_nll`` holds the last epoch's mean negative log-likelihood.
+    """
+    x = np.asarray(obs, dtype=np.float32)
+    y = np.asarray(actions, dtype=np.float32)
+    if x.ndim != 2 or y.ndim != 2 or x.shape[0] != y.shape[0] or x.shape[0] == 0:
+        raise ValueError(f"obs and actions must be non-empty 2-D arrays with equal rows, got {x.shape} and {y.shape}")
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+        raise ValueError("obs and actions must be finite")
+    epochs, batch_size = check_int(epochs, "epochs"), check_int(batch_size, "batch_size")
+    lr = check_real(lr, "lr", lo=0.0, lo_open=True)
+    torch.manual_seed(seed_from(random_state))
+    policy = MixtureDensityPolicy(x.shape[1], y.shape[1], n_components, hidden)
+    opt = torch.optim.Adam(policy.parameters(), lr=lr)
+    gen = torch_generator(random_state)
+    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+    for _ in range(epochs):
+        perm = torch.randperm(len(xt), generator=gen)
+        total = 0.0
+        for i in range(0, len(xt), batch_size):
+            b = perm[i : i + batch_size]
+            loss = -policy.log_prob(xt[b], yt[b]).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += loss.item() * len(b)
+        policy.train_nll = total / len(xt)
+    return policy.eval()
