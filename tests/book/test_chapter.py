@@ -42,8 +42,8 @@ def test_verdict_rules():
         chapter.verdict({})
     with pytest.raises(ValueError, match="kind='theory' is not a claim kind"):
         chapter.verdict({"a": True}, kind="theory")
-    c = chapter.Claim(id="x", claim="c", kind="paper", paper="1", ours="2", checks={"k": np.bool_(False)})
-    assert c.verdict == "not reproduced" and c.checks == {"k": False}
+    c = chapter.Claim(id="x", claim="c", kind="paper", paper="1", ours="2", checks={"k": chapter.exact(np.bool_(False), "a count")})
+    assert c.verdict == "not reproduced" and c.checks == {"k": False} and c.outcomes == {"k": "contradicts"}
 
 
 def test_claim_without_kind_fails():
@@ -63,7 +63,7 @@ def test_by_construction_check_cannot_lift_a_verdict():
     # ... and shown beside the claim as sanity, it leaves the verdict to the real checks
     c = chapter.Claim(
         id="x", claim="c", kind="paper", paper="1", ours="2",
-        checks={"real": False}, sanity={"design": chapter.ByConstruction(True)},
+        checks={"real": chapter.exact(False, "an identity")}, sanity={"design": chapter.ByConstruction(True)},
     )
     assert c.verdict == "not reproduced" and c.sanity == {"design": True}
 
@@ -125,7 +125,8 @@ def test_exceeds_and_value():
     assert (v.mean, v.sd, v.n, v.unit) == (2.0, 1.0, 3, "%") and v.values == (1.0, 2.0, 3.0)
     with pytest.raises(ValueError, match="finite"):
         chapter.Value.of([1.0, float("nan")])
-    c = chapter.Claim(id="x", claim="c", kind="paper", paper="4.2%", ours="3%", checks={"k": True}, paper_value=4.2, ours_value=[3.0, 3.0])
+    c = chapter.Claim(id="x", claim="c", kind="paper", paper="4.2%", ours="3%", checks={"k": chapter.exact(True, "a count")},
+                      paper_value=4.2, ours_value=[3.0, 3.0])
     assert c.paper_value.mean == 4.2 and c.ours_value.n == 2
 
 
@@ -139,16 +140,16 @@ def test_mean_sd_format():
 def test_record_claims_writes_json(tmp_path, monkeypatch):
     monkeypatch.setenv("ICML26_RESULTS_DIR", str(tmp_path))
     monkeypatch.setenv("ICML26_RUN_KEY", "k123")
-    dec = chapter.paired_better([2.0, 3.0, 4.0], [1.0, 1.5, 2.0], names=("new", "old"))
+    dec = chapter.paired_effect([2.0, 3.0, 4.0], [1.0, 1.5, 2.0], names=("new", "old"), smallest_effect=0.5, basis="stated")
     claims = [
-        chapter.Claim(id="a", claim="c", kind="paper", paper="p", ours="o", checks={"x": True}, note="n"),
+        chapter.Claim(id="a", claim="c", kind="paper", paper="p", ours="o", checks={"x": chapter.exact(True, "a count")}, note="n"),
         chapter.Claim(id="b", claim="d", kind="paper", paper="", ours="o", checks={"better": dec}, stand_in="digits", revised="tolerance 3 s.e. -> 0.01"),
     ]
     table = chapter.record_claims("99-toy", claims, scale="ci", seed=0, extra={"v": np.float64(1.5)})
     payload = json.loads((tmp_path / "ci" / "99-toy" / "main.json").read_text())
     assert payload["claims"][0]["verdict"] == "reproduced" and payload["claims"][0]["kind"] == "paper"
     assert payload["run_key"] == "k123"
-    assert payload["claims"][1]["decisions"]["better"]["rule"].startswith("new higher than old")
+    assert payload["claims"][1]["decisions"]["better"]["rule"].startswith("effect of new over old")
     assert payload["extra"]["v"] == 1.5
     assert list(table.columns) == ["kind", "claim", "paper", "this run", "verdict", "decided by", "stand-in", "note"]
     assert table.loc["b", "paper"] == "—" and "Revised after a result" in table.loc["b", "note"]

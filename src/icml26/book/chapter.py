@@ -6,11 +6,15 @@ chapter builds a list of :class:`Claim` rows and calls :func:`record_claims`,
 which shows them as a table and writes them as JSON for the book's scorecard.
 
 A claim's verdict is never typed: it is derived from named checks that the chapter
-computes from its own measurements (:func:`verdict`). Each claim says what kind of
-claim it is (:data:`KINDS`); comparisons are decided by rules fixed before the run
-(:func:`paired_better`, :func:`paired_noninferior`, :func:`exceeds`), and checks that
-hold by construction (:class:`ByConstruction`) are shown but never decide. Result
-prose is generated from computed values with :func:`say`.
+computes from its own measurements (:func:`verdict`, rule :data:`VERDICT_RULE`). Each
+claim says what kind of claim it is (:data:`KINDS`). A noisy comparison is decided by
+:func:`paired_effect`: the paired effect with its interval, in three outcomes
+(*supports*, *contradicts*, *inconclusive*) against the smallest effect the claim
+needs, fixed before the run; :func:`paired_better` and :func:`paired_noninferior` are
+cases of it, and :func:`exact` marks a deterministic check. Core checks decide, guards
+only lower, positive controls (``control=``) must pass for a paper claim to be decided,
+and checks that hold by construction (:class:`ByConstruction`) are shown but never
+decide. Result prose is generated from computed values with :func:`say`.
 """
 
 from __future__ import annotations
@@ -129,27 +133,60 @@ KINDS: tuple[str, ...] = ("paper", "derived", "stand-in", "own")
 """
 
 VERDICTS_BY_KIND: dict[str, tuple[str, ...]] = {
-    "paper": ("reproduced", "partly reproduced", "not reproduced"),
+    "paper": ("reproduced", "partly reproduced", "not reproduced", "inconclusive"),
     "derived": ("verified", "fails"),
     "stand-in": ("illustrates", "does not illustrate"),
     "own": ("holds", "fails"),
 }
 
+VERDICT_RULE: str = (
+    "A paper claim is *reproduced* when every core check supports it; *not reproduced* only when the evidence is "
+    "against it (at least one core check contradicts, none supports, none is inconclusive); *partly reproduced* when "
+    "some core checks support and others contradict; and *inconclusive* otherwise, or whenever a positive control "
+    "failed (the setup could not show an effect of the claimed kind). A noisy check supports when the two-sided 90 % "
+    "interval of its paired effect lies above its margin, contradicts when the interval lies below the smallest effect "
+    "the claim needs (fixed before the run), and is inconclusive otherwise. A guard can only lower a verdict: a "
+    "contradicted guard turns *reproduced* into *partly reproduced*."
+)
 
-def verdict(checks: Mapping[str, Any], kind: str = "paper") -> str:
-    """Verdict of a claim of ``kind`` from its named decision checks.
 
-    A ``paper`` claim is *reproduced* when every check holds, *not reproduced* when
-    none does and *partly reproduced* in between. The other kinds have two words:
-    all checks hold (*verified*, *illustrates*, *holds*) or not (*fails*,
-    *does not illustrate*).
+def outcome_of(check: Any) -> str:
+    """The outcome of one check: a ``Decision``'s own, or *supports* / *contradicts* for a bool."""
+    if isinstance(check, Decision):
+        return check.outcome
+    if isinstance(check, (bool, np.bool_)):
+        return "supports" if check else "contradicts"
+    raise TypeError(f"a check must be a bool or a Decision, got {type(check).__name__}")
+
+
+def verdict(checks: Mapping[str, Any], kind: str = "paper", *, guards: Mapping[str, Any] | None = None,
+            control: Mapping[str, Any] | None = None) -> str:
+    """Verdict of a claim of ``kind`` from its core checks, guards and positive controls.
+
+    Every check has an outcome (:data:`~icml26.book.evidence.OUTCOMES`): a
+    :class:`Decision` carries its own, a bool supports (``True``) or contradicts
+    (``False``). The rule is :data:`VERDICT_RULE`: for a ``paper`` claim,
+
+    - any control not *supports* → *inconclusive*;
+    - every core check *supports* → *reproduced*;
+    - some *support* and some *contradict* → *partly reproduced*;
+    - all *contradict* → *not reproduced*;
+    - otherwise → *inconclusive*;
+
+    and then a *contradicted* guard lowers *reproduced* to *partly reproduced*. The other
+    kinds have two words: every check, control and guard supports (*verified*,
+    *illustrates*, *holds*) or not (*fails*, *does not illustrate*).
 
     Parameters
     ----------
     checks : mapping of str to bool or Decision
-        The checks that decide the claim; each could have gone either way.
+        The core checks: the comparison(s) the claim's sentence is about.
     kind : {"paper", "derived", "stand-in", "own"}
         The claim's kind (see :data:`KINDS`).
+    guards : mapping of str to bool or Decision, optional
+        Checks that can lower a verdict, never raise it ("no worse elsewhere").
+    control : mapping of str to bool or Decision, optional
+        Positive controls: the setup can show an effect of the claimed kind at all.
 
     Returns
     -------
@@ -158,6 +195,8 @@ def verdict(checks: Mapping[str, Any], kind: str = "paper") -> str:
 
     >>> verdict({"a": True, "b": False})
     'partly reproduced'
+    >>> verdict({"a": True}, control={"learns the task": False})
+    'inconclusive'
     >>> verdict({"a": True}, kind="derived")
     'verified'
     """
@@ -165,15 +204,50 @@ def verdict(checks: Mapping[str, Any], kind: str = "paper") -> str:
         raise ValueError(f"kind={kind!r} is not a claim kind; use one of {', '.join(map(repr, KINDS))}")
     if not checks:
         raise ValueError("a claim needs at least one check to derive a verdict from")
-    values = [bool(v) for v in checks.values()]
+    core = [outcome_of(v) for v in checks.values()]
+    guard = [outcome_of(v) for v in (guards or {}).values()]
+    ctrl = [outcome_of(v) for v in (control or {}).values()]
     words = VERDICTS_BY_KIND[kind]
     if kind != "paper":
-        return words[0] if all(values) else words[1]
-    if all(values):
-        return words[0]
-    if not any(values):
-        return words[2]
-    return words[1]
+        ok = all(o == "supports" for o in core + ctrl) and "contradicts" not in guard
+        return words[0] if ok else words[1]
+    if any(o != "supports" for o in ctrl):
+        return "inconclusive"
+    if all(o == "supports" for o in core):
+        word = "reproduced"
+    elif "supports" in core and "contradicts" in core:
+        word = "partly reproduced"
+    elif all(o == "contradicts" for o in core):
+        word = "not reproduced"
+    else:
+        word = "inconclusive"
+    if word == "reproduced" and "contradicts" in guard:
+        word = "partly reproduced"
+    return word
+
+
+def verdict_reason(checks: Mapping[str, Any], *, guards: Mapping[str, Any] | None = None,
+                   control: Mapping[str, Any] | None = None) -> str:
+    """Why a claim reads as it does, in a sentence: failed controls, undecided checks and what would decide them."""
+    parts = []
+    failed = [k for k, v in (control or {}).items() if outcome_of(v) != "supports"]
+    if failed:
+        parts.append("setup could not test it: positive control " + ", ".join(f"'{k}'" for k in failed) + " failed")
+    undecided = []
+    for k, v in checks.items():
+        if outcome_of(v) == "inconclusive":
+            need = v.stats.get("n_needed") if isinstance(v, Decision) else None
+            n = v.stats.get("n") if isinstance(v, Decision) else None
+            undecided.append(f"'{k}'" + (f" (n = {n}; about {need} replicates would decide it)" if need else ""))
+    if undecided:
+        parts.append("undecided: " + ", ".join(undecided))
+    lowered = [k for k, v in (guards or {}).items() if outcome_of(v) == "contradicts"]
+    if lowered:
+        parts.append("guard " + ", ".join(f"'{k}'" for k in lowered) + " contradicted")
+    smaller = [k for k, v in checks.items() if isinstance(v, Decision) and v.stats.get("smaller_than_paper")]
+    if smaller:
+        parts.append("smaller than the paper's: " + ", ".join(f"'{k}'" for k in smaller))
+    return "; ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -198,22 +272,69 @@ class Decision:
     Parameters
     ----------
     holds : bool
-        Whether the rule's condition held.
+        Whether the rule's condition held (the check *supports* the claim).
     rule : str
         The rule in words, as fixed before the run.
     detail : str
-        The numbers that decided it (difference, spread, n, p-value, wins).
+        The numbers that decided it (effect, interval, n, smallest effect).
     stats : dict
-        The same numbers as numbers.
+        The same numbers as numbers; a noisy paired decision keeps its replicate
+        differences (``diffs``) so that seeds can be pooled.
+    outcome : {"supports", "contradicts", "inconclusive"}, optional
+        Default: *supports* when ``holds``, else *contradicts* (an exact check).
     """
 
     holds: bool
     rule: str
     detail: str
     stats: dict = field(default_factory=dict)
+    outcome: str = ""
+
+    def __post_init__(self) -> None:
+        from .evidence import OUTCOMES
+
+        if not self.outcome:
+            object.__setattr__(self, "outcome", "supports" if self.holds else "contradicts")
+        if self.outcome not in OUTCOMES:
+            raise ValueError(f"outcome={self.outcome!r} is not an outcome; use one of {', '.join(map(repr, OUTCOMES))}")
+        object.__setattr__(self, "holds", self.outcome == "supports")
 
     def __bool__(self) -> bool:
         return bool(self.holds)
+
+    @property
+    def noisy(self) -> bool:
+        """Whether the figure behind it varies with the seed (it must then carry a smallest effect)."""
+        return bool(self.stats.get("noisy", False))
+
+
+def exact(value: Any, why: str) -> Decision:
+    """An exact, deterministic check (an identity, a count, a bit-exact comparison) for a paper claim.
+
+    A paper claim takes a bare bool only through this function: ``why`` says why the
+    check does not vary with the seed. It supports when ``value`` is true and
+    contradicts otherwise.
+    """
+    if not isinstance(why, str) or not why.strip():
+        raise ValueError("exact(...) needs why=: a sentence on why the check does not vary with the seed")
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"exact(...) takes a bool, got {type(value).__name__}")
+    return Decision(bool(value), why, "yes" if value else "no", {"exact": True, "noisy": False})
+
+
+def replicate_seeds(seed: int, n: int, *, stride: int = 1000) -> list[int]:
+    """The seeds of a chapter's ``n`` internal replicates for run ``seed``: ``seed·stride + k``.
+
+    Runs at different seeds get disjoint replicates (for ``n <= stride``), so a sweep's
+    pooled evidence never counts a replicate twice; run seed 0 keeps ``0 … n−1``.
+
+    >>> replicate_seeds(0, 3), replicate_seeds(2, 3)
+    ([0, 1, 2], [2000, 2001, 2002])
+    """
+    seed = check_seed(seed)
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= stride:
+        raise ValueError(f"n={n!r} replicates must be an integer from 1 to stride={stride}")
+    return [(seed * stride + k) % (MAX_SEED + 1) for k in range(int(n))]
 
 
 @dataclass(frozen=True)
@@ -255,22 +376,132 @@ def _as_value(x: Any, name: str) -> Value | None:
     raise TypeError(f"{name} must be a Value, a number or a sequence of numbers, got {type(x).__name__}")
 
 
-def _t_sf(t: float, df: int) -> float:
-    from scipy import stats
-
-    return float(stats.t.sf(t, df))
-
-
 def _paired_diffs(a: Any, b: Any, higher_is_better: bool) -> np.ndarray:
+    scalar_b = np.ndim(b) == 0
     a = np.asarray(a, dtype=float).ravel()
     b = np.asarray(b, dtype=float).ravel()
+    if scalar_b:
+        b = np.full_like(a, b[0])
     if a.shape != b.shape:
         raise ValueError(f"paired comparison needs equal lengths, got {a.size} and {b.size}")
     if a.size < 2:
         raise ValueError(f"paired comparison needs at least 2 pairs, got {a.size}")
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
-        raise ValueError("paired comparison needs finite values")
+        raise ValueError(f"paired comparison needs finite values, got {a.tolist()} and {b.tolist()}")
     return (a - b) if higher_is_better else (b - a)
+
+
+def _replicate_ids(replicates: Sequence[Any] | None, n: int) -> list[str] | None:
+    if replicates is None:
+        return None
+    ids = [str(r) for r in replicates]
+    if len(ids) != n:
+        raise ValueError(f"replicates names {len(ids)} replicates for {n} paired differences")
+    if len(set(ids)) != n:
+        raise ValueError(f"replicate ids must be distinct, got {ids}")
+    return ids
+
+
+def _fmt(x: float) -> str:
+    return f"{x:+.3g}"
+
+
+def paired_effect(
+    a: Sequence[float] | np.ndarray,
+    b: Sequence[float] | np.ndarray | float,
+    *,
+    smallest_effect: float,
+    basis: str,
+    paper_effect: float | None = None,
+    higher_is_better: bool = True,
+    margin: float = 0.0,
+    alpha: float = 0.05,
+    names: tuple[str, str] = ("A", "B"),
+    unit: str = "",
+    replicates: Sequence[Any] | None = None,
+) -> Decision:
+    """Effect of ``a`` over ``b`` with its interval, decided in three outcomes against the smallest effect the claim needs.
+
+    With paired differences :math:`d_i = a_i - b_i` (sign flipped when lower is
+    better, so a positive effect is always the paper's direction), the effect is
+    :math:`\\bar d` with the two-sided :math:`1-2\\alpha` t interval :math:`[L, U]`.
+    The check *supports* when :math:`L > \\text{margin}`, *contradicts* when it does not
+    support and :math:`U < \\delta_{\\min}` (``smallest_effect``), and is *inconclusive*
+    otherwise, with ``n_needed``: the replicates that give 80 % power to support an
+    effect of :math:`\\delta_{\\min}` at the observed spread (see
+    :mod:`icml26.book.evidence`). A scalar ``b`` compares ``a`` with a fixed threshold.
+
+    Parameters
+    ----------
+    a, b : array_like, shape (n,)
+        The two methods' figures on the same replicates (or ``b`` a threshold).
+    smallest_effect : float
+        The smallest effect the claim needs, in the figure's units and the paper's
+        direction, fixed before the run (>= ``margin``).
+    basis : str
+        How ``smallest_effect`` was derived: from the paper's own effect where the
+        units carry over, or a stated minimal meaningful effect.
+    paper_effect : float, optional
+        The paper's own effect in the same units, where it is commensurate; a supported
+        effect whose interval lies wholly below it is flagged ``smaller_than_paper``.
+    higher_is_better : bool
+        Direction of the figure.
+    margin : float
+        What the effect must clear to support (0: any improvement; negative for a
+        non-inferiority claim).
+    alpha : float
+        One-sided error rate of each outcome; the interval is two-sided ``1 - 2 alpha``.
+    names : (str, str)
+        Labels for the rule and detail.
+    unit : str
+        The figure's unit, for the detail.
+    replicates : sequence, optional
+        One id per pair (e.g. the replicate seeds), so that pooling over a sweep's
+        seeds counts each replicate once.
+
+    Returns
+    -------
+    Decision
+        ``outcome``, the rule, a detail line, and ``stats`` with ``effect``,
+        ``ci_low``, ``ci_high``, ``n``, ``sd``, ``smallest_effect``, ``margin``,
+        ``outcome``, ``n_needed``, ``p``, ``wins``, ``diffs`` and ``replicates``.
+
+    References
+    ----------
+    Lakens, D. (2017). Equivalence tests. *Social Psychological and Personality
+    Science* 8(4), 355–362. Simonsohn, U. (2015). Small telescopes. *Psychological
+    Science* 26(5), 559–569.
+
+    Examples
+    --------
+    >>> d = paired_effect([2.0, 2.1, 1.9], [1.0, 1.0, 1.0], smallest_effect=0.5, basis="stated")
+    >>> d.outcome
+    'supports'
+    """
+    from . import evidence
+
+    if not isinstance(basis, str) or not basis.strip():
+        raise ValueError("paired_effect needs basis=: how smallest_effect was derived (the paper's effect, or a stated minimum)")
+    d = _paired_diffs(a, b, higher_is_better)
+    st = evidence.decide(d, smallest_effect=smallest_effect, margin=margin, alpha=alpha, paper_effect=paper_effect)
+    ids = _replicate_ids(replicates, d.size)
+    st.update(diffs=[float(x) for x in d], replicates=ids, unit=str(unit), names=list(names), basis=basis,
+              higher_is_better=bool(higher_is_better), noisy=True, exact=False)
+    better = "higher" if higher_is_better else "lower"
+    conf = 100 * (1 - 2 * st["alpha"])
+    rule = (
+        f"effect of {names[0]} over {names[1]} ({better} is better), {conf:g}% interval over paired replicates: "
+        f"supports above {margin:g}, contradicts below the smallest effect {smallest_effect:g}{unit} ({basis})"
+    )
+    detail = (
+        f"effect {_fmt(st['effect'])}{unit} [{_fmt(st['ci_low'])}, {_fmt(st['ci_high'])}] (n={st['n']}); "
+        f"smallest effect {smallest_effect:g}{unit}: {st['outcome']}"
+    )
+    if st["outcome"] == "inconclusive" and st["n_needed"]:
+        detail += f", about {st['n_needed']} replicates would decide it"
+    if st["smaller_than_paper"]:
+        detail += f"; smaller than the paper's {paper_effect:g}{unit}"
+    return Decision(st["outcome"] == "supports", rule, detail, st, outcome=st["outcome"])
 
 
 def paired_better(
@@ -281,14 +512,17 @@ def paired_better(
     margin: float = 0.0,
     alpha: float = 0.05,
     names: tuple[str, str] = ("A", "B"),
+    smallest_effect: float | None = None,
+    basis: str = "",
+    paper_effect: float | None = None,
+    replicates: Sequence[Any] | None = None,
 ) -> Decision:
     """Is ``a`` better than ``b`` by more than ``margin``, beyond the noise of paired replicates?
 
-    Rule (fixed before the run): with paired differences :math:`d_i = a_i - b_i` (sign
-    flipped when lower is better) over the replicates, the claim holds when the one-sided
-    paired t-test of :math:`\\bar d > \\text{margin}` has :math:`p < \\alpha`. With every
-    :math:`d_i` equal the test is degenerate, and it holds when that common value
-    exceeds the margin.
+    With ``smallest_effect`` (and ``basis``) this is :func:`paired_effect`. Without
+    one it can only *support* (the lower bound of the two-sided :math:`1-2\\alpha`
+    interval above ``margin``, the one-sided paired t-test at :math:`\\alpha`) or stay
+    *inconclusive*: it never contradicts, and a ``paper`` claim refuses it.
 
     Parameters
     ----------
@@ -302,29 +536,30 @@ def paired_better(
         Significance level of the one-sided test.
     names : (str, str)
         Labels for the detail string.
+    smallest_effect, basis, paper_effect, replicates
+        As in :func:`paired_effect`.
 
     Returns
     -------
     Decision
-        ``holds``, the rule, and the numbers (mean and sd of the differences, n,
-        t, p, wins).
     """
+    if smallest_effect is not None:
+        return paired_effect(a, b, smallest_effect=smallest_effect, basis=basis or "stated", paper_effect=paper_effect,
+                             higher_is_better=higher_is_better, margin=margin, alpha=alpha, names=names, replicates=replicates)
+    from . import evidence
+
     d = _paired_diffs(a, b, higher_is_better)
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha={alpha!r} must lie in (0, 1)")
-    n = d.size
-    mean, sd = float(d.mean()), float(d.std(ddof=1))
-    wins = int((d > 0).sum())
-    if sd == 0.0:
-        t, p = (np.inf if mean > margin else -np.inf), (0.0 if mean > margin else 1.0)
-    else:
-        t = (mean - margin) / (sd / np.sqrt(n))
-        p = _t_sf(t, n - 1)
-    holds = bool(p < alpha)
+    margin = float(margin)
+    st = evidence.decide(d, smallest_effect=max(margin, 0.0), margin=margin, alpha=alpha)
+    outcome = "supports" if st["outcome"] == "supports" else "inconclusive"
+    st.update(outcome=outcome, smallest_effect=None, n_needed=None, diffs=[float(x) for x in d],
+              replicates=_replicate_ids(replicates, d.size), noisy=True, exact=False, names=list(names))
     better = "higher" if higher_is_better else "lower"
-    rule = f"{names[0]} {better} than {names[1]} by more than {margin:g}: one-sided paired t-test over {n} replicates, p < {alpha:g}"
-    detail = f"mean improvement {mean:+.3g} ± {sd:.2g} (sd, n={n}), p = {p:.2g}; {names[0]} better in {wins}/{n}"
-    return Decision(holds, rule, detail, {"mean": mean, "sd": sd, "n": n, "t": float(t), "p": float(p), "wins": wins, "margin": margin})
+    n = st["n"]
+    rule = f"{names[0]} {better} than {names[1]} by more than {margin:g}: one-sided paired t-test over {n} replicates, p < {st['alpha']:g}"
+    detail = (f"mean improvement {st['effect']:+.3g} ± {st['sd']:.2g} (sd, n={n}), p = {st['p']:.2g}; "
+              f"{names[0]} better in {st['wins']}/{n}")
+    return Decision(outcome == "supports", rule, detail, st, outcome=outcome)
 
 
 def paired_noninferior(
@@ -335,12 +570,16 @@ def paired_noninferior(
     higher_is_better: bool = True,
     alpha: float = 0.05,
     names: tuple[str, str] = ("A", "B"),
+    basis: str = "",
+    replicates: Sequence[Any] | None = None,
 ) -> Decision:
     """Is ``a`` no worse than ``b`` by more than ``margin`` (a non-inferiority test)?
 
-    Rule (fixed before the run): with paired differences :math:`d_i` as in
-    :func:`paired_better`, the claim holds when the one-sided :math:`1-\\alpha` lower
-    confidence bound of :math:`\\bar d` lies above :math:`-\\text{margin}`.
+    :func:`paired_effect` with margin and smallest effect both :math:`-\\text{margin}`:
+    it *supports* when the lower bound of the two-sided :math:`1-2\\alpha` interval of
+    the paired difference lies above :math:`-\\text{margin}` (the one-sided lower
+    bound), *contradicts* when the upper bound lies below it (``a`` is worse by more
+    than the tolerance), and is *inconclusive* otherwise.
 
     Parameters
     ----------
@@ -348,30 +587,27 @@ def paired_noninferior(
         Paired figures.
     margin : float
         The loss that still counts as "no worse", fixed in advance (>= 0).
-    higher_is_better, alpha, names
-        As in :func:`paired_better`.
+    higher_is_better, alpha, names, replicates
+        As in :func:`paired_effect`.
+    basis : str
+        Why this tolerance (default: "stated non-inferiority margin").
 
     Returns
     -------
     Decision
+        As :func:`paired_effect`, with ``lower`` (the lower bound) among the stats.
     """
-    if margin < 0:
+    if isinstance(margin, bool) or not isinstance(margin, (int, float, np.integer, np.floating)) or not margin >= 0:
         raise ValueError(f"margin={margin!r} must be >= 0")
-    d = _paired_diffs(a, b, higher_is_better)
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha={alpha!r} must lie in (0, 1)")
-    from scipy import stats
-
-    n = d.size
-    mean, sd = float(d.mean()), float(d.std(ddof=1))
-    lower = mean - float(stats.t.ppf(1 - alpha, n - 1)) * sd / np.sqrt(n)
-    holds = bool(lower > -margin)
-    rule = f"{names[0]} no worse than {names[1]} by more than {margin:g}: one-sided {100 * (1 - alpha):g}% lower bound of the paired difference over {n} replicates > −{margin:g}"
-    detail = f"mean difference {mean:+.3g} ± {sd:.2g} (sd, n={n}); lower bound {lower:+.3g}"
-    return Decision(holds, rule, detail, {"mean": mean, "sd": sd, "n": n, "lower": lower, "margin": margin})
+    d = paired_effect(a, b, smallest_effect=-float(margin), margin=-float(margin), basis=basis or "stated non-inferiority margin",
+                      higher_is_better=higher_is_better, alpha=alpha, names=names, replicates=replicates)
+    d.stats["lower"] = d.stats["ci_low"]
+    rule = (f"{names[0]} no worse than {names[1]} by more than {margin:g}: two-sided {100 * (1 - 2 * alpha):g}% interval of the "
+            f"paired difference over {d.stats['n']} replicates above −{margin:g} (contradicts when wholly below)")
+    return Decision(d.holds, rule, d.detail, d.stats, outcome=d.outcome)
 
 
-def exceeds(value: float, threshold: float, *, rule: str, higher: bool = True) -> Decision:
+def exceeds(value: float, threshold: float, *, rule: str, higher: bool = True, exact: bool = False) -> Decision:
     """A scalar against a threshold fixed before the run: ``value > threshold`` (or ``<``).
 
     Parameters
@@ -384,6 +620,10 @@ def exceeds(value: float, threshold: float, *, rule: str, higher: bool = True) -
         Why this threshold (shown on the scorecard).
     higher : bool
         ``True`` for ``value > threshold``, ``False`` for ``value < threshold``.
+    exact : bool
+        ``True`` when ``value`` does not vary with the seed (a count, an identity). A
+        ``paper`` claim refuses a noisy one: decide a figure that varies with the seed
+        with :func:`paired_effect` over its replicates (``b`` the threshold).
 
     Returns
     -------
@@ -394,7 +634,29 @@ def exceeds(value: float, threshold: float, *, rule: str, higher: bool = True) -
         raise ValueError(f"exceeds needs finite numbers, got value={value!r}, threshold={threshold!r}")
     holds = value > threshold if higher else value < threshold
     op = ">" if higher else "<"
-    return Decision(bool(holds), rule, f"{value:.4g} {op} {threshold:.4g}: {'yes' if holds else 'no'}", {"value": value, "threshold": threshold})
+    return Decision(bool(holds), rule, f"{value:.4g} {op} {threshold:.4g}: {'yes' if holds else 'no'}",
+                    {"value": value, "threshold": threshold, "exact": bool(exact), "noisy": not exact})
+
+
+def _check_map(cid: str, what: str, m: Any) -> dict[str, Any]:
+    if m is None:
+        return {}
+    if not isinstance(m, Mapping):
+        raise TypeError(f"claim {cid!r}: {what} must be a mapping of names to checks, got {type(m).__name__}")
+    out = {}
+    for name, v in m.items():
+        if isinstance(v, ByConstruction):
+            raise ValueError(f"claim {cid!r}: {what} {name!r} holds by construction and cannot decide a verdict; pass it in sanity=")
+        if not isinstance(v, (bool, np.bool_, Decision)):
+            raise TypeError(f"claim {cid!r}: {what} {name!r} must be a bool or a Decision, got {type(v).__name__}")
+        out[str(name)] = v
+    return out
+
+
+def _decision_record(v: Any) -> dict:
+    if isinstance(v, Decision):
+        return {"holds": v.holds, "outcome": v.outcome, "rule": v.rule, "detail": v.detail, "stats": v.stats}
+    return {"holds": bool(v), "outcome": outcome_of(v), "rule": "", "detail": "yes" if v else "no", "stats": {"exact": True}}
 
 
 @dataclass
@@ -414,8 +676,16 @@ class Claim:
     ours : str
         This run's figure, with its spread over seeds where there are seeds.
     checks : dict of str to bool or Decision
-        The conditions that decide the verdict. Each must be able to fail: a
-        :class:`ByConstruction` check here raises ``ValueError``.
+        The core checks: the comparison(s) the paper's sentence is about. Each must be
+        able to fail: a :class:`ByConstruction` check here raises ``ValueError``. In a
+        ``paper`` claim a noisy check is a :func:`paired_effect` with a smallest effect,
+        and a bool is accepted only through :func:`exact`.
+    guards : dict of str to bool or Decision, optional
+        Checks that can lower the verdict, never raise it ("no worse elsewhere").
+    control : dict of str to bool or Decision, optional
+        Positive controls: the setup can show an effect of the claimed kind (the model
+        learns the planted task, every tokenizer beats a constant clip). A failed
+        control makes a paper claim *inconclusive*, never *not reproduced*.
     paper_value, ours_value : Value, number or sequence, optional
         The same figures as numbers (mean, sd, n, unit), for aggregation over seeds.
     sanity : dict of str to bool or ByConstruction, optional
@@ -441,7 +711,11 @@ class Claim:
     note: str = ""
     stand_in: str = ""
     revised: str = ""
+    guards: dict[str, Any] = field(default_factory=dict)
+    control: dict[str, Any] = field(default_factory=dict)
     verdict: str = field(init=False)
+    why: str = field(init=False)
+    outcomes: dict[str, str] = field(init=False)
     decisions: dict[str, dict] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -449,24 +723,32 @@ class Claim:
             raise ValueError(f"claim {self.id!r}: kind={self.kind!r} is not a claim kind; use one of {', '.join(map(repr, KINDS))}")
         if not isinstance(self.checks, Mapping) or not self.checks:
             raise ValueError(f"claim {self.id!r} needs at least one check to derive a verdict from")
-        decisions: dict[str, dict] = {}
-        checks: dict[str, bool] = {}
-        for name, v in self.checks.items():
-            if isinstance(v, ByConstruction):
-                raise ValueError(
-                    f"claim {self.id!r}: check {name!r} holds by construction and cannot decide a verdict; pass it in sanity="
-                )
-            if isinstance(v, Decision):
-                decisions[str(name)] = {"holds": v.holds, "rule": v.rule, "detail": v.detail, "stats": v.stats}
-            elif not isinstance(v, (bool, np.bool_)):
-                raise TypeError(f"claim {self.id!r}: check {name!r} must be a bool or a Decision, got {type(v).__name__}")
-            checks[str(name)] = bool(v)
-        self.checks = checks
-        self.decisions = decisions
+        core = _check_map(self.id, "check", self.checks)
+        guards = _check_map(self.id, "guard", self.guards)
+        control = _check_map(self.id, "control", self.control)
+        if self.kind == "paper":
+            for name, v in core.items():
+                if not isinstance(v, Decision):
+                    raise TypeError(
+                        f"paper claim {self.id!r}: check {name!r} is a bare bool. Decide a figure that varies with the "
+                        "seed with chapter.paired_effect(..., smallest_effect=..., basis=...); mark an exact, "
+                        "deterministic check with chapter.exact(value, why=...)"
+                    )
+                if v.noisy and v.stats.get("smallest_effect") is None:
+                    raise ValueError(
+                        f"paper claim {self.id!r}: check {name!r} is a noisy comparison without a smallest effect; "
+                        "decide it with chapter.paired_effect(..., smallest_effect=..., basis=...)"
+                    )
+        self.verdict = verdict(core, self.kind, guards=guards, control=control)
+        self.why = verdict_reason(core, guards=guards, control=control)
+        self.outcomes = {k: outcome_of(v) for k, v in core.items()}
+        self.decisions = {k: _decision_record(v) for k, v in core.items() if isinstance(v, Decision)}
+        self.checks = {k: bool(v) for k, v in core.items()}
+        self.guards = {k: _decision_record(v) for k, v in guards.items()}
+        self.control = {k: _decision_record(v) for k, v in control.items()}
         self.sanity = {str(k): bool(v) for k, v in self.sanity.items()}
         self.paper_value = _as_value(self.paper_value, "paper_value")
         self.ours_value = _as_value(self.ours_value, "ours_value")
-        self.verdict = verdict(self.checks, self.kind)
 
 
 def mean_sd(values: Sequence[float] | np.ndarray, *, pct: bool = False, digits: int = 3) -> str:
@@ -571,16 +853,20 @@ def record_claims(
     tmp.replace(out / f"{part}.json")
     rows = []
     for c in claims:
-        decided = "; ".join(f"{k}: {d['detail']}" for k, d in c.decisions.items()) or "; ".join(
-            f"{k}: {'yes' if v else 'no'}" for k, v in c.checks.items()
+        decided = "; ".join(
+            f"{k}: {c.decisions[k]['detail'] if k in c.decisions else c.outcomes[k]}" for k in c.outcomes
         )
+        extra_checks = [("control", c.control), ("guard", c.guards)]
+        for what, m in extra_checks:
+            if m:
+                decided += "; " + "; ".join(f"{what} {k}: {d['outcome']} ({d['detail']})" for k, d in m.items())
         rows.append(
             {
                 "kind": c.kind,
                 "claim": c.claim,
                 "paper": c.paper or "—",
                 "this run": c.ours or "—",
-                "verdict": c.verdict,
+                "verdict": c.verdict + (f" ({c.why})" if c.why else ""),
                 "decided by": decided,
                 "stand-in": c.stand_in or "—",
                 "note": (c.note + (f" Revised after a result: {c.revised}" if c.revised else "")).strip() or "—",
