@@ -291,8 +291,12 @@ def test_make_scenarios_keeps_only_the_near_miss_band():
         adv = info["adversary"][k]
         d = sd.box_distance(sd._boxes(gen.states[k, :, 0], C), sd._boxes(gen.states[k, :, adv], C)).min()
         assert 0.5 <= d <= 3.0
-    gen2, info2 = sd.make_scenarios(b, choice, iters=2, attack_iters=2)  # attack only the chosen vehicles
-    assert np.array_equal(info2["attempted"], info["attempted"])
+    # attacking only the chosen vehicles (the pipeline's mode) gives the same attacks, hence the same scenes
+    gen2, info2 = sd.make_scenarios(b, choice, iters=30, attack_iters=25)
+    assert np.array_equal(info2["attempted"], np.flatnonzero(choice > 0))
+    assert np.array_equal(info2["kept"], info["kept"]) and np.allclose(info2["min_dist"], info["min_dist"], atol=1e-6)
+    assert np.array_equal(info2["adversary"], choice[info2["scene"]])
+    assert gen2.n_scenes == gen.n_scenes > 0 and np.allclose(gen2.states, gen.states, atol=1e-6)
 
 
 # ----------------------------------------------------------------------------- planner and plug-ins
@@ -316,8 +320,17 @@ def test_scripted_planner_plugs_in_and_rams_a_braking_car():
 
 def test_scripted_selector_plugs_in():
     b = sd.benign_scenes(4, 20, random_state=1)
-    out = sd.select_with(lambda f, m: np.zeros(len(f), dtype=int), b)
-    assert (out == 0).all()
+
+    def last_present(f, m):  # a scripted selector that picks the last vehicle slot that exists
+        return np.array([np.flatnonzero(row)[-1] for row in m[:, 1:]]) + 1
+
+    out = sd.select_with(last_present, b)
+    expected = np.array([np.flatnonzero(b.present[s, 1:])[-1] + 1 for s in range(b.n_scenes)])
+    assert (out > 0).all() and np.array_equal(out, expected)
+    absent = np.array([np.flatnonzero(~b.present[s])[0] if (~b.present[s]).any() else b.present.shape[1]
+                       for s in range(b.n_scenes)])
+    with pytest.raises(ValueError, match="not an allowed choice"):
+        sd.select_with(lambda f, m: absent, b)  # an absent vehicle (or out of range) is refused
 
 
 def test_bc_planner_fits_and_fine_tunes_without_touching_the_original():
