@@ -42,7 +42,7 @@ seed = 0
 from icml26 import bcp  # noqa: F401  (the toy's cache key covers src/icml26/bcp.py)
 from icml26.book import chapter
 chapter.check_scale(scale)
-claims = [chapter.Claim(id="one", claim="one is one", kind="paper", paper="1", ours=str(1 + seed), checks={"equal": 1 + seed == 1})]
+claims = [chapter.Claim(id="one", claim="one is one", kind="paper", paper="1", ours=str(1 + seed), checks={"equal": chapter.exact(1 + seed == 1, "arithmetic on the seed")})]
 chapter.record_claims("01-toy", claims, scale=scale, seed=seed)
 ```
 """

@@ -18,7 +18,7 @@ def test_scorecard_and_stage(toy):
     ch = toy.select(["01"])[0]
     toy.execute(ch, "full", 0, progress=False)
     card = site.scorecard_markdown(toy, "full")
-    assert "| {doc}`Toy <01-toy/toy>` | one is one | 1 | 1 | **reproduced** | single seed | equal: yes | — | — |" in card
+    assert "| {doc}`Toy <01-toy/toy>` | one is one | 1 | 1 | **reproduced** | — | — | — | single seed | equal: yes | — | — |" in card
     assert "02-bad" in card and "not run" in card
     (toy.root / "_config.yml").write_text("title: t\n")
     with pytest.raises(site.BuildError, match="02-bad: not executed at full scale"):

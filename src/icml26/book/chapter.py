@@ -851,6 +851,7 @@ def record_claims(
     tmp = out / f".{part}.json.tmp"
     tmp.write_text(json.dumps(payload, indent=2, default=_jsonable))
     tmp.replace(out / f"{part}.json")
+    _show_forest(chapter, json.loads(json.dumps(payload["claims"], default=_jsonable)))
     rows = []
     for c in claims:
         decided = "; ".join(
@@ -873,6 +874,25 @@ def record_claims(
             }
         )
     return pd.DataFrame(rows, index=pd.Index(ids, name="claim id"))
+
+
+def _show_forest(chapter: str, claims: list[dict]) -> None:
+    """Inside a notebook, draw the chapter's paper claims on the book's forest-plot axis."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:  # pragma: no cover
+        return
+    if get_ipython() is None:
+        return
+    from .forest import forest_figure, forest_rows
+
+    fig = forest_figure(forest_rows(claims), title=f"{chapter}: paper claims, effect with its 90% interval, by verdict")
+    if fig is not None:
+        import matplotlib.pyplot as plt
+
+        display(fig)
+        plt.close(fig)
 
 
 def say(text: str) -> None:

@@ -99,7 +99,12 @@ def make_parser() -> argparse.ArgumentParser:
         "_build/sweep/<scale>/seed-<seed>/<chapter>/; the scorecard shows the spread over seeds.",
     )
     w.add_argument("chapters", nargs="*", help="chapter ids, numbers or slugs (default: all)")
-    w.add_argument("--seeds", required=True, help="seeds: a range 0-4, a list 0,1,2, or both (0-2,7)")
+    w.add_argument("--seeds", default=None, help="seeds: a range 0-4, a list 0,1,2, or both (0-2,7); required unless --until-decided")
+    w.add_argument("--until-decided", action="store_true",
+                   help="add seeds in rounds until every paper claim's pooled evidence is decided (alpha split over the planned looks)")
+    w.add_argument("--max-seeds", type=_int_at_least(1), default=5, help="with --until-decided: at most this many seeds (default: 5)")
+    w.add_argument("--first-seed", type=_int_at_least(0, SEED_LIMIT), default=0, help="with --until-decided: the first seed (default: 0)")
+    w.add_argument("--budget", default=None, metavar="DURATION", help="with --until-decided: start no round past this wall time (90s, 45m, 2h)")
     w.add_argument("--scale", type=_scale, default="ci", metavar="{" + ",".join(SCALES) + "}", help="ci or full (default: ci)")
     w.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT", help="an existing Dask scheduler (default: a LocalCluster)")
     w.add_argument("--workers", type=_int_at_least(1), default=None, help="LocalCluster workers (default: one per CPU core)")
@@ -264,14 +269,31 @@ def main(argv: list[str] | None = None) -> int:
 
         try:
             chapters = book.select(args.chapters)
-            seeds = sw.parse_seeds(args.seeds)
+            if args.until_decided:
+                if args.seeds is not None:
+                    raise ValueError("--until-decided chooses the seeds itself; give --max-seeds and --first-seed instead of --seeds")
+                seeds = []
+                budget = sw.parse_duration(args.budget) if args.budget is not None else None
+            elif args.seeds is None:
+                raise ValueError("--seeds is required (or --until-decided)")
+            else:
+                if args.budget is not None:
+                    raise ValueError("--budget applies only with --until-decided")
+                seeds = sw.parse_seeds(args.seeds)
             params = sw.parse_params(args.param)
         except ValueError as exc:
             _err("sweep", str(exc))
             return 2
         try:
-            records = sw.sweep(book, chapters, seeds, args.scale, params=params, scheduler=args.scheduler,
-                               n_workers=args.workers, force=args.force, progress=not args.no_progress)
+            if args.until_decided:
+                out = sw.sweep_until_decided(book, chapters, args.scale, max_seeds=args.max_seeds, first_seed=args.first_seed,
+                                             budget_s=budget, say=lambda m: print(m, flush=True), params=params,
+                                             scheduler=args.scheduler, n_workers=args.workers, force=args.force,
+                                             progress=not args.no_progress)
+                records = out["records"]
+            else:
+                records = sw.sweep(book, chapters, seeds, args.scale, params=params, scheduler=args.scheduler,
+                                   n_workers=args.workers, force=args.force, progress=not args.no_progress)
         except KeyboardInterrupt:
             print("python -m icml26 sweep: interrupted: queued and running tasks cancelled; finished tasks kept", file=sys.stderr, flush=True)
             _exit_now_if_threads_linger(130)

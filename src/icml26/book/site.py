@@ -34,7 +34,8 @@ from .runner import Book, Chapter
 VERDICT_MARK = {
     "reproduced": "**reproduced**",
     "partly reproduced": "*partly reproduced*",
-    "not reproduced": "not reproduced",
+    "not reproduced": "**not reproduced**",
+    "inconclusive": "*inconclusive*",
     "verified": "verified",
     "fails": "**fails**",
     "illustrates": "illustrates",
@@ -117,11 +118,34 @@ def _runtime(book: Book, scale: str, cid: str) -> str:
 
 def _decided(row: dict) -> str:
     decisions = row.get("decisions") or {}
+    outcomes = row.get("outcomes") or {k: ("supports" if v else "contradicts") for k, v in row.get("checks", {}).items()}
     parts = []
-    for name, ok in row.get("checks", {}).items():
+    for name, o in outcomes.items():
         d = decisions.get(name)
-        parts.append(f"{name}: {d['detail']}" if d else f"{name}: {'yes' if ok else 'no'}")
+        parts.append(f"{name}: {d['detail']}" if d and d.get("detail") else f"{name}: {o}")
+    for what in ("control", "guards"):
+        for name, d in (row.get(what) or {}).items():
+            parts.append(f"{'control' if what == 'control' else 'guard'} {name}: {d.get('outcome')} ({d.get('detail', '')})")
     return "; ".join(parts)
+
+
+def _evidence_cells(row: dict, agg: dict | None = None) -> tuple[str, str, str]:
+    """Effect [interval] (n), smallest effect, and replicates needed of a row's noisy core checks ("—" for none)."""
+    pooled = (agg or {}).get("pooled", {}).get("checks", {})
+    eff, small, need = [], [], []
+    for name, d in (row.get("decisions") or {}).items():
+        st = dict(d.get("stats") or {})
+        if name in pooled:
+            st = {**st, **(pooled[name].get("stats") or {})}
+        if st.get("smallest_effect") is None or st.get("ci_low") is None:
+            continue
+        unit = st.get("unit", "")
+        tag = f"{name}: " if len(row.get("decisions") or {}) > 1 else ""
+        eff.append(f"{tag}{st['effect']:+.3g} [{st['ci_low']:+.3g}, {st['ci_high']:+.3g}]{unit} (n={st['n']})")
+        small.append(f"{tag}{st['smallest_effect']:g}{unit}")
+        if st.get("outcome") == "inconclusive" and st.get("n_needed"):
+            need.append(f"{tag}{st['n_needed']}")
+    return ("; ".join(eff) or "—", "; ".join(small) or "—", "; ".join(need) or "—")
 
 
 def _note(row: dict) -> str:
@@ -132,24 +156,35 @@ def _note(row: dict) -> str:
 
 
 def seed_aggregates(book: Book, scale: str) -> tuple[str, dict[str, dict[str, dict]]]:
-    """Claims aggregated over the seeds of stored sweeps: chapter → claim id → :func:`icml26.book.sweep.aggregate`.
+    """Claims pooled over the seeds of stored sweeps: chapter → claim id → :func:`icml26.book.sweep.aggregate`.
 
     The sweep at the rendered ``scale`` is used when there is one, else a sweep at
     another scale (the scorecard names which). Claims with a single seed are left out.
     """
-    from .sweep import aggregate, load_sweep_claims
+    from .sweep import aggregate, load_sweep_claims, planned_looks
 
     for s in [scale] + [x for x in SCALES if x != scale]:
         claims = load_sweep_claims(book, s)
-        out = {cid: {k: aggregate(rows) for k, rows in by_id.items() if len(rows) > 1} for cid, by_id in claims.items()}
+        looks = planned_looks(book, s)
+        out = {cid: {k: aggregate(rows, looks=looks) for k, rows in by_id.items() if len(rows) > 1} for cid, by_id in claims.items()}
         out = {cid: v for cid, v in out.items() if v}
         if out:
             return s, out
     return scale, {}
 
 
-def scorecard_markdown(book: Book, scale: str = "full") -> str:
-    """The scorecard as MyST markdown: headline over *paper* claims, coverage, one table per kind."""
+PAPER_WORDS: tuple[str, ...] = ("reproduced", "partly reproduced", "not reproduced", "inconclusive")
+
+
+def scorecard_markdown(book: Book, scale: str = "full", *, figure_dir: Path | None = None) -> str:
+    """The scorecard as MyST markdown: headline over *paper* claims, forest plot, coverage, one table per kind.
+
+    With ``figure_dir`` the forest plot of every paper claim is saved there as
+    ``forest.png`` and shown (path ``_generated/forest.png``, as the intro includes it).
+    """
+    from .chapter import VERDICT_RULE
+    from .forest import forest_figure, forest_rows
+
     records = load_records(book, scale)
     chapters = {c.id: c for c in book.chapters()}
     sweep_scale, over_seeds = seed_aggregates(book, scale)
@@ -158,6 +193,8 @@ def scorecard_markdown(book: Book, scale: str = "full") -> str:
     counts: dict[str, dict[str, int]] = {k: {} for k in KIND_TITLE}
     per_chapter: dict[str, dict[str, dict[str, int]]] = {}
     mismatched = []
+    forest: list[dict] = []
+    seeds_behind: set[int] = set()
     for cid, ch in chapters.items():
         link = _doc_link(_cell(chapter_title(ch)), f"{cid}/{ch.notebooks[0].stem}")
         per_chapter[cid] = {k: {} for k in KIND_TITLE}
@@ -166,6 +203,7 @@ def scorecard_markdown(book: Book, scale: str = "full") -> str:
             if payload["mismatch"]:
                 mismatched.append(f"{cid}/{payload.get('part', 'main')} (seed {payload.get('seed')})")
                 continue
+            forest += forest_rows(payload.get("claims", []), prefix=f"{cid[:2]} ", pooled=over_seeds.get(cid))
             for r in payload.get("claims", []):
                 kind = r.get("kind")
                 if kind not in KIND_TITLE:
@@ -177,43 +215,55 @@ def scorecard_markdown(book: Book, scale: str = "full") -> str:
                 if agg is not None:
                     from .sweep import describe
 
-                    seeds_cell = f"`{sweep_scale}`: {describe(agg)} → {VERDICT_MARK.get(agg['overall'], agg['overall'])}"
+                    seeds_cell = f"`{sweep_scale}`, pooled: {VERDICT_MARK.get(agg['overall'], agg['overall'])}" + (
+                        f" ({agg['why']})" if agg.get("why") else "") + f"; {describe(agg)}"
                     if kind == "paper":
                         overall_counts[agg["overall"]] = overall_counts.get(agg["overall"], 0) + 1
+                        seeds_behind.update(agg["seeds"])
                 else:
                     seeds_cell = "single seed"
-                cells = [
-                    link if first[kind] else "",
-                    _cell(r["claim"]),
-                    _cell(r["paper"]),
-                    _cell(r["ours"]),
-                    VERDICT_MARK.get(v, v),
-                    _cell(seeds_cell),
-                    _cell(_decided(r)),
-                    _cell(r.get("stand_in", "")),
-                    _cell(_note(r)),
-                ]
+                verdict_cell = VERDICT_MARK.get(v, v) + (f" ({r['why']})" if r.get("why") else "")
+                cells = [link if first[kind] else "", _cell(r["claim"]), _cell(r["paper"]), _cell(r["ours"]), _cell(verdict_cell)]
+                if kind == "paper":
+                    cells += [_cell(x) for x in _evidence_cells(r, agg)]
+                cells += [_cell(seeds_cell), _cell(_decided(r)), _cell(r.get("stand_in", "")), _cell(_note(r))]
                 first[kind] = False
                 rows_by_kind[kind].append("| " + " | ".join(cells) + " |")
 
     def tally(kind: str) -> str:
         c = counts[kind]
         n = sum(c.values())
-        if kind == "paper":
-            words = ["reproduced", "partly reproduced", "not reproduced"]
-        else:
-            words = [w for w in VERDICT_MARK if w in c]
+        words = PAPER_WORDS if kind == "paper" else [w for w in VERDICT_MARK if w in c]
         return f"{n} (" + ", ".join(f"{c.get(w, 0)} {w}" for w in words) + ")" if n else "0"
 
     papers = remit(book)
     written = [p for p in papers if p["id"] in chapters]
     n_paper = sum(counts["paper"].values())
-    head = [
-        f"**{n_paper} paper claim{'s' * (n_paper != 1)}** from {len(written)} of the {len(papers)} papers "
-        f"at `{scale}` scale, single seed: "
-        + ", ".join(f"**{counts['paper'].get(w, 0)} {w}**" for w in ("reproduced", "partly reproduced", "not reproduced"))
-        + ".",
-        "",
+    single = (f"at `{scale}` scale, single seed (seed 0): "
+              + ", ".join(f"**{counts['paper'].get(w, 0)} {w}**" for w in PAPER_WORDS) + ".")
+    if over_seeds:
+        from .sweep import AGGREGATE_RULE
+
+        n_agg = sum(overall_counts.values())
+        head = [
+            f"**{n_paper} paper claim{'s' * (n_paper != 1)}** from {len(written)} of the {len(papers)} papers. "
+            f"Evidence pooled over {len(seeds_behind)} seeds (`python -m icml26 sweep` at `{sweep_scale}` scale) "
+            f"for {n_agg} of them: "
+            + ", ".join(f"**{overall_counts.get(w, 0)} {w}**" for w in PAPER_WORDS)
+            + f". The seed-0 runs the chapters show read, {single}",
+            "",
+            f"**How verdicts are decided.** {VERDICT_RULE} **Over seeds:** {AGGREGATE_RULE}",
+            "",
+        ]
+    else:
+        head = [
+            f"**{n_paper} paper claim{'s' * (n_paper != 1)}** from {len(written)} of the {len(papers)} papers {single}",
+            "",
+            f"**How verdicts are decided.** {VERDICT_RULE} No sweep over seeds has run yet, so every row is a single "
+            "seed (`python -m icml26 sweep --until-decided` adds seeds until the claims are decided).",
+            "",
+        ]
+    head += [
         "Only *paper* claims, the papers' empirical results tested here, count in that line. Besides them the chapters "
         f"check {tally('derived')} *derived* identities, show {tally('stand-in')} *stand-in* behaviours, and test "
         f"{tally('own')} properties of their *own* tooling; each kind has its own table and its own words below. "
@@ -221,20 +271,21 @@ def scorecard_markdown(book: Book, scale: str = "full") -> str:
         "\"—\" marks an empty cell.",
         "",
     ]
-    if over_seeds:
-        from .sweep import AGGREGATE_RULE
-
-        n_agg = sum(overall_counts.values())
+    if figure_dir is not None and forest:
+        fig_title = "Paper claims: our effect with its 90% interval" + (" (pooled over seeds where a sweep ran)" if over_seeds else " (seed 0)")
+        forest_figure(forest, title=fig_title, path=figure_dir / "forest.png")
         head += [
-            f"**Over seeds** (`python -m icml26 sweep` at `{sweep_scale}` scale): {n_agg} of the paper claims have runs at "
-            "several seeds; over those seeds "
-            + ", ".join(f"**{overall_counts.get(w, 0)} {w}**" for w in ("reproduced", "partly reproduced", "not reproduced"))
-            + f". The column *Over seeds* gives our figure's mean ± sd across seeds and each seed's verdict. {AGGREGATE_RULE} "
-            "The chapters themselves show the seed-0 run.",
+            "```{figure} _generated/forest.png",
+            ":name: forest-plot",
+            ":alt: Forest plot of every paper claim's effect, scaled by its smallest effect",
+            "",
+            "Every noisy core check of a paper claim on one axis: our effect with its 90 % interval divided by the "
+            "smallest effect the claim needs (0: no effect; the dashed line: the smallest effect; the dotted line: a "
+            "non-inferiority tolerance), coloured by verdict; open diamonds mark the paper's own effect where it is in "
+            f"the same units. {len(forest)} checks; exact checks (counts, identities) are not drawn.",
+            "```",
             "",
         ]
-    else:
-        head += ["No sweep over seeds has run yet, so every row is a single seed (`python -m icml26 sweep --seeds 0-2` adds the spread).", ""]
     from .sweep import stale_sweep_tasks
 
     stale = stale_sweep_tasks(book, sweep_scale)
@@ -254,7 +305,8 @@ def scorecard_markdown(book: Book, scale: str = "full") -> str:
             "```",
             "",
         ]
-    cov = ["| Paper | Chapter | Paper claims: reproduced / partly / not | Derived | Stand-in | Own | Run time |", "|---|---|---|---|---|---|---|"]
+    cov = ["| Paper | Chapter | Paper claims: reproduced / partly / not / inconclusive | Derived | Stand-in | Own | Run time |",
+           "|---|---|---|---|---|---|---|"]
     for p in papers:
         cid = p["id"]
         title = _cell(p["title"])
@@ -264,7 +316,7 @@ def scorecard_markdown(book: Book, scale: str = "full") -> str:
             continue
         ch = chapters[cid]
         pc = per_chapter[cid]
-        paper_counts = " / ".join(str(pc["paper"].get(w, 0)) for w in ("reproduced", "partly reproduced", "not reproduced"))
+        paper_counts = " / ".join(str(pc["paper"].get(w, 0)) for w in PAPER_WORDS)
         others = [", ".join(f"{n} {w}" for w, n in pc[k].items()) or "—" for k in ("derived", "stand-in", "own")]
         cov.append(
             f"| {title} | {_doc_link(cid, f'{cid}/{ch.notebooks[0].stem}')} | {paper_counts} | "
@@ -273,9 +325,12 @@ def scorecard_markdown(book: Book, scale: str = "full") -> str:
         )
     out = "\n".join(head) + "\n### Coverage\n\n" + "\n".join(cov) + "\n"
     header = "| Chapter | Claim | Paper | This run (seed 0) | Verdict | Over seeds | How it was decided | Stand-in | Note |\n|---|---|---|---|---|---|---|---|---|"
+    paper_header = ("| Chapter | Claim | Paper | This run (seed 0) | Verdict | Effect [interval] | Smallest effect | "
+                    "Replicates needed | Over seeds | How it was decided | Stand-in | Note |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
     for kind, title in KIND_TITLE.items():
         out += f"\n### {title}\n\n"
-        out += (header + "\n" + "\n".join(rows_by_kind[kind]) + "\n") if rows_by_kind[kind] else "*(none)*\n"
+        h = paper_header if kind == "paper" else header
+        out += (h + "\n" + "\n".join(rows_by_kind[kind]) + "\n") if rows_by_kind[kind] else "*(none)*\n"
     return out
 
 
@@ -563,7 +618,7 @@ def stage(book: Book, scale: str = "full", *, strict: bool = False) -> Staged:
 
     gen = site / "book" / "_generated"
     gen.mkdir()
-    (gen / "scorecard.md").write_text(scorecard_markdown(book, scale))
+    (gen / "scorecard.md").write_text(scorecard_markdown(book, scale, figure_dir=gen))
     (gen / "status.md").write_text(status_markdown(book))
     (gen / "build.md").write_text(build_note(book, scale, staged.shown))
     from .bench import load as load_bench

@@ -400,10 +400,221 @@ def sweep(
 # aggregation over seeds
 # ---------------------------------------------------------------------------------------
 AGGREGATE_RULE = (
-    "Over seeds, a paper claim reads *reproduced* when more than half of the seeds reproduce it, "
-    "*not reproduced* when more than half do not, and *partly reproduced* otherwise; "
-    "a derived, stand-in or own claim keeps its positive word only if every seed gives it."
+    "Over seeds, the evidence is pooled, not voted: every noisy check of a claim pools the paired replicates of all "
+    "the sweep's seeds (each seed's replicates are disjoint, and a replicate is counted once) into one decision by "
+    "the chapter's own rule, with the same margin and smallest effect, at level α/K, where K is the number of looks "
+    "the sweep planned (K = 1 for a plain sweep, `--max-seeds` rounds for `--until-decided`). An exact check supports "
+    "when it does in every seed, contradicts when it does in none, and is inconclusive when the seeds disagree. "
+    "Positive controls and guards are pooled the same way, and the pooled verdict follows from the pooled checks. "
+    "A random-effects estimate (DerSimonian–Laird) over the seeds' effects is kept beside each pooled effect as a "
+    "sensitivity for seeds that add their own variance."
 )
+LOOKS_FILE = "looks.json"
+
+
+def planned_looks(book: Book, scale: str) -> int:
+    """K, the number of looks the stored sweep at ``scale`` planned (1 unless ``--until-decided`` wrote more)."""
+    f = book.build_dir / SWEEP_DIR / scale / LOOKS_FILE
+    try:
+        k = int(json.loads(f.read_text()).get("max_looks", 1))
+    except (OSError, ValueError, TypeError, AttributeError):
+        return 1
+    return max(1, k)
+
+
+def _pool_records(recs: Sequence[dict], alpha: float):
+    """One pooled ``Decision`` from the same check's records in several seeds (see :data:`AGGREGATE_RULE`)."""
+    from . import evidence
+    from .chapter import Decision
+
+    stats = [r.get("stats") or {} for r in recs]
+    if all(st.get("diffs") is not None for st in stats):
+        if all(st.get("smallest_effect") is not None for st in stats):
+            st = evidence.pool(stats, alpha=alpha)
+            outcome = st["outcome"]
+            detail = (f"pooled effect {st['effect']:+.3g} [{st['ci_low']:+.3g}, {st['ci_high']:+.3g}] over {st['n']} "
+                      f"replicates of {st['seeds']} seeds; smallest effect {st['smallest_effect']:g}: {outcome}")
+            if outcome == "inconclusive" and st.get("n_needed"):
+                detail += f", about {st['n_needed']} replicates would decide it"
+        else:  # a noisy check without a smallest effect (non-paper kinds): it can support, never contradict
+            d = evidence.pooled_diffs(stats)
+            margin = float(stats[0].get("margin", 0.0) or 0.0)
+            st = evidence.decide(d, smallest_effect=max(margin, 0.0), margin=margin, alpha=alpha)
+            outcome = "supports" if st["outcome"] == "supports" else "inconclusive"
+            st.update(outcome=outcome, smallest_effect=None, n_needed=None, seeds=len(stats))
+            detail = f"pooled effect {st['effect']:+.3g} [{st['ci_low']:+.3g}, {st['ci_high']:+.3g}] over {st['n']} replicates: {outcome}"
+        return Decision(outcome == "supports", recs[0].get("rule", ""), detail, st, outcome=outcome)
+    outs = [r.get("outcome") or ("supports" if r.get("holds") else "contradicts") for r in recs]
+    if all(o == "supports" for o in outs):
+        outcome = "supports"
+    elif all(o == "contradicts" for o in outs):
+        outcome = "contradicts"
+    else:
+        outcome = "inconclusive"
+    tally = ", ".join(f"{o} in {outs.count(o)}" for o in dict.fromkeys(outs))
+    return Decision(outcome == "supports", recs[0].get("rule", ""), f"per seed: {tally} of {len(outs)}",
+                    {"exact": True, "seeds": len(outs), "outcome": outcome}, outcome=outcome)
+
+
+def _check_records(row: dict, what: str) -> dict[str, dict]:
+    """The decision records of a row's core checks (``what="checks"``), guards or controls, by name."""
+    if what == "checks":
+        decisions = row.get("decisions") or {}
+        outcomes = row.get("outcomes") or {k: ("supports" if v else "contradicts") for k, v in (row.get("checks") or {}).items()}
+        return {k: decisions.get(k) or {"outcome": o, "holds": o == "supports", "stats": {"exact": True}} for k, o in outcomes.items()}
+    return dict(row.get(what) or {})
+
+
+def pool_claim(rows: Sequence[tuple[int, dict]], *, alpha: float | None = None, looks: int = 1) -> dict[str, Any]:
+    """A claim's verdict from its checks pooled over seeds (:data:`AGGREGATE_RULE`).
+
+    Parameters
+    ----------
+    rows : sequence of (seed, claim record)
+        The same claim in several seeds' records.
+    alpha : float, optional
+        The rule's level (default: the records' own, else 0.05); it is divided by ``looks``.
+    looks : int
+        K, the looks the sweep planned.
+
+    Returns
+    -------
+    dict
+        ``verdict``, ``why``, ``checks`` / ``guards`` / ``control`` (name → pooled
+        decision as a record) and ``alpha`` (the level used).
+    """
+    from . import evidence
+    from .chapter import verdict, verdict_reason
+
+    if not rows:
+        raise ValueError("pool_claim needs at least one (seed, row) pair")
+    kind = rows[0][1].get("kind", "paper")
+    if alpha is None:
+        alphas = [d.get("stats", {}).get("alpha") for _, r in rows for d in (r.get("decisions") or {}).values()]
+        alpha = next((float(a) for a in alphas if a), 0.05)
+    a = evidence.look_alpha(alpha, looks)
+    pooled: dict[str, dict[str, Any]] = {}
+    for what in ("checks", "guards", "control"):
+        names = list(_check_records(rows[0][1], what))
+        group = {}
+        for name in names:
+            recs = [_check_records(r, what).get(name) for _, r in rows]
+            if any(x is None for x in recs):
+                raise ValueError(f"claim {rows[0][1].get('id')!r}: {what[:-1] if what != 'control' else what} {name!r} is missing in some seeds")
+            group[name] = _pool_records(recs, a)
+        pooled[what] = group
+    word = verdict(pooled["checks"], kind, guards=pooled["guards"], control=pooled["control"])
+    why = verdict_reason(pooled["checks"], guards=pooled["guards"], control=pooled["control"]) if kind == "paper" else ""
+    as_rec = {w: {k: {"outcome": d.outcome, "detail": d.detail, "stats": d.stats} for k, d in g.items()} for w, g in pooled.items()}
+    return {"verdict": word, "why": why, "alpha": a, **as_rec}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in a duration such as ``90s``, ``45m``, ``2h`` or ``1h30m`` (a bare number is seconds).
+
+    >>> parse_duration("1h30m")
+    5400.0
+    """
+    t = str(text).strip().lower()
+    if re.fullmatch(r"\d+(\.\d+)?", t):
+        secs = float(t)
+    else:
+        parts = re.findall(r"(\d+(?:\.\d+)?)([hms])", t)
+        if not parts or "".join(a + b for a, b in parts) != t:
+            raise ValueError(f"--budget {text!r} is not a duration; use e.g. 90s, 45m, 2h or 1h30m")
+        secs = sum(float(a) * {"h": 3600, "m": 60, "s": 1}[u] for a, u in parts)
+    if not secs > 0:
+        raise ValueError(f"--budget {text!r} must be longer than zero")
+    return secs
+
+
+def undecided_claims(book: Book, scale: str, chapters: Sequence[Chapter], *, looks: int) -> dict[str, list[str]]:
+    """Chapter → ids of its paper claims whose evidence pooled over the stored seeds is still *inconclusive*.
+
+    A chapter with no stored, current sweep task yet counts every paper claim as undecided
+    (listed as ``"*"``).
+    """
+    claims = load_sweep_claims(book, scale)
+    out: dict[str, list[str]] = {}
+    for ch in chapters:
+        by_id = claims.get(ch.id)
+        if not by_id:
+            out[ch.id] = ["*"]
+            continue
+        open_ = [cid for cid, rows in by_id.items() if rows[0][1].get("kind") == "paper"
+                 and pool_claim(rows, looks=looks)["verdict"] == "inconclusive"]
+        if open_:
+            out[ch.id] = open_
+    return out
+
+
+def sweep_until_decided(
+    book: Book,
+    chapters: Sequence[Chapter],
+    scale: str,
+    *,
+    max_seeds: int = 5,
+    first_seed: int = 0,
+    per_round: int | None = None,
+    budget_s: float | None = None,
+    say=print,
+    **kw: Any,
+) -> dict[str, Any]:
+    """Add seeds in rounds until every paper claim of ``chapters`` is decided, or the seeds or budget run out.
+
+    The rule is fixed before the first round and stored (``looks.json``): at most
+    ``max_seeds`` seeds in rounds of ``per_round`` (default: the workers, else 1), so
+    K = ⌈max_seeds / per_round⌉ looks; after each round the pooled decisions
+    (:func:`pool_claim`) are taken at level α/K (:func:`~icml26.book.evidence.look_alpha`),
+    and a chapter whose paper claims are all decided gets no more seeds. A round is not
+    started when the time spent plus the last round's time would exceed ``budget_s``.
+
+    Returns
+    -------
+    dict
+        ``rounds`` (seeds run per round), ``undecided`` (chapter → claim ids, at the end),
+        ``looks`` (K), ``wall_s``, ``records`` (every SweepRecord).
+    """
+    import math
+
+    if isinstance(max_seeds, bool) or not isinstance(max_seeds, int) or max_seeds < 1:
+        raise ValueError(f"--max-seeds {max_seeds!r} must be a positive integer")
+    per = per_round or kw.get("n_workers") or 1
+    if per < 1:
+        raise ValueError(f"per_round={per!r} must be at least 1")
+    looks = math.ceil(max_seeds / per)
+    base = book.build_dir / SWEEP_DIR / scale
+    base.mkdir(parents=True, exist_ok=True)
+    (base / LOOKS_FILE).write_text(json.dumps({"max_looks": looks, "max_seeds": max_seeds, "per_round": per,
+                                               "first_seed": first_seed, "rule": "Bonferroni alpha/K"}, indent=2))
+    t0 = time.perf_counter()
+    rounds: list[dict[str, Any]] = []
+    records: list[SweepRecord] = []
+    open_chapters = list(chapters)
+    last_round_s = 0.0
+    for r in range(looks):
+        seeds = [first_seed + r * per + k for k in range(per) if r * per + k < max_seeds]
+        spent = time.perf_counter() - t0
+        if budget_s is not None and r > 0 and spent + last_round_s > budget_s:
+            say(f"until-decided: budget reached ({spent:.0f} s of {budget_s:.0f} s spent); stopping before round {r + 1}")
+            break
+        say(f"until-decided: round {r + 1}/{looks}: seeds {seeds} for {', '.join(c.id for c in open_chapters)}")
+        t_round = time.perf_counter()
+        records += sweep(book, open_chapters, seeds, scale, **kw)
+        last_round_s = time.perf_counter() - t_round
+        undecided = undecided_claims(book, scale, open_chapters, looks=looks)
+        open_chapters = [c for c in open_chapters if c.id in undecided]
+        rounds.append({"round": r + 1, "seeds": seeds, "wall_s": round(last_round_s, 1),
+                       "undecided": {k: v for k, v in undecided.items()}})
+        left = "" if budget_s is None else f"; {max(0.0, budget_s - (time.perf_counter() - t0)):.0f} s of the budget left"
+        say(f"until-decided: after round {r + 1}: {sum(len(v) for v in undecided.values())} paper claim(s) undecided"
+            + (": " + "; ".join(f"{k} {', '.join(v)}" for k, v in undecided.items()) if undecided else "") + left)
+        if not open_chapters:
+            break
+    final = undecided_claims(book, scale, chapters, looks=looks)
+    summary = {"looks": looks, "rounds": rounds, "undecided": final, "wall_s": round(time.perf_counter() - t0, 1)}
+    (base / "until-decided.json").write_text(json.dumps(summary, indent=2))
+    return {**summary, "records": records}
 
 
 def _stored_tasks(book: Book, scale: str) -> Iterable[tuple[Path, SweepRecord]]:
@@ -452,39 +663,29 @@ def load_sweep_claims(book: Book, scale: str) -> dict[str, dict[str, list[tuple[
     return out
 
 
-def aggregate(rows: Sequence[tuple[int, dict]]) -> dict[str, Any]:
-    """Summary of one claim over seeds: verdict counts, overall verdict, and our figure's spread.
+def aggregate(rows: Sequence[tuple[int, dict]], *, looks: int = 1) -> dict[str, Any]:
+    """Summary of one claim over seeds: the pooled verdict, each seed's verdict, and our figure's spread.
 
     Returns
     -------
     dict
-        ``n`` (seeds), ``seeds``, ``counts`` (verdict → seeds), ``overall`` (by
-        :data:`AGGREGATE_RULE`), and ``mean``/``sd``/``unit`` of ``ours_value.mean``
-        over seeds when every row carries one.
+        ``n`` (seeds), ``seeds``, ``counts`` (verdict → seeds, for reference only),
+        ``overall`` (the pooled verdict of :func:`pool_claim`, never a vote), ``why``,
+        ``pooled`` (the :func:`pool_claim` result), and ``mean``/``sd``/``unit`` of
+        ``ours_value.mean`` over seeds when every row carries one.
     """
     import numpy as np
 
     if not rows:
         raise ValueError("aggregate needs at least one (seed, row) pair")
     kind = rows[0][1].get("kind", "paper")
-    verdicts = [r["verdict"] for _, r in rows]
     counts: dict[str, int] = {}
-    for v in verdicts:
-        counts[v] = counts.get(v, 0) + 1
+    for _, r in rows:
+        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
     n = len(rows)
-    if kind == "paper":
-        if counts.get("reproduced", 0) * 2 > n:
-            overall = "reproduced"
-        elif counts.get("not reproduced", 0) * 2 > n:
-            overall = "not reproduced"
-        else:
-            overall = "partly reproduced"
-    else:
-        from .chapter import VERDICTS_BY_KIND
-
-        pos, neg = VERDICTS_BY_KIND.get(kind, ("holds", "fails"))
-        overall = pos if counts.get(pos, 0) == n else neg
-    out: dict[str, Any] = {"n": n, "seeds": [s for s, _ in rows], "counts": counts, "overall": overall, "kind": kind}
+    pooled = pool_claim(rows, looks=looks)
+    out: dict[str, Any] = {"n": n, "seeds": [s for s, _ in rows], "counts": counts, "overall": pooled["verdict"],
+                           "why": pooled["why"], "pooled": pooled, "kind": kind}
     values = [r.get("ours_value") for _, r in rows]
     if all(isinstance(v, dict) and v.get("mean") is not None for v in values):
         means = np.array([v["mean"] for v in values], dtype=float)
@@ -493,11 +694,13 @@ def aggregate(rows: Sequence[tuple[int, dict]]) -> dict[str, Any]:
 
 
 def describe(agg: dict[str, Any]) -> str:
-    """One line for the scorecard: figure over seeds and verdicts per seed."""
+    """One line for the scorecard: the pooled evidence of each core check, then each seed's own verdict."""
     n = agg["n"]
     parts = []
+    for name, d in (agg.get("pooled") or {}).get("checks", {}).items():
+        parts.append(f"{name}: {d['detail']}")
     if "mean" in agg:
         sd = f" ± {agg['sd']:.3g}" if agg.get("sd") is not None else ""
-        parts.append(f"{agg['mean']:.3g}{sd}{agg.get('unit', '')} over {n} seed{'s' * (n != 1)}")
-    parts.append(", ".join(f"{v} in {c}/{n}" for v, c in sorted(agg["counts"].items(), key=lambda kv: -kv[1])))
+        parts.append(f"figure {agg['mean']:.3g}{sd}{agg.get('unit', '')} over {n} seed{'s' * (n != 1)}")
+    parts.append("per seed (not a vote): " + ", ".join(f"{v} in {c}/{n}" for v, c in sorted(agg["counts"].items(), key=lambda kv: -kv[1])))
     return "; ".join(parts)
