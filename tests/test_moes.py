@@ -83,6 +83,20 @@ def test_apply_torsions_sets_the_dihedral_change(mols):
     assert abs(abs(change) - 0.7) < 1e-8
 
 
+def test_frad_default_torsion_scale_is_two_degrees_in_radians(mols):
+    # FradNMI draws its torsion noise in degrees (torsion_utils.py): 2 degrees, not 2 rad (issue #24)
+    assert moes.FRAD_TORSION_SCALE_DEG == 2.0
+    assert moes.FRAD_TORSION_SCALE == pytest.approx(np.pi / 90, rel=1e-12)
+    frad = moes.NoiseScheme("frad", torsion_scale=moes.FRAD_TORSION_SCALE)
+    m = mols[1]
+    scales, _ = frad.scales([m])
+    assert scales[0] == pytest.approx(0.0349, abs=1e-4)
+    # at Frad's scale the torsion stage barely strains the molecule; at 2 rad it often does
+    rise = [moes.mmff_energy(m, moes.torsion_noise(m, scales[0], random_state=k)) - m.e0 for k in range(16)]
+    big = [moes.mmff_energy(m, moes.torsion_noise(m, 2.0, random_state=k)) - m.e0 for k in range(16)]
+    assert np.median(rise) < 0.5 < np.median(big)
+
+
 def test_bisection_hits_its_energy_target(mols):
     for m in mols:
         r = moes.sentinel_scale(m, 3.0, tol=0.05, random_state=1)

@@ -53,6 +53,10 @@ MOLECULES_SHA256 = "bbcd19c8a583da600af55629d3f6e09b7da7b57dab9e98bfdd40c3ed736b
 ELEMENTS: tuple[int, ...] = (1, 6, 7, 8, 9, 15, 16, 17, 35)
 """Atomic numbers the network embeds (H, C, N, O, F, P, S, Cl, Br)."""
 DEBYE_PER_E_ANGSTROM = 4.80320
+FRAD_TORSION_SCALE_DEG: float = 2.0
+"""Frad's default torsion noise scale, in degrees (FradNMI ``torsion_utils.py`` and ``pcqm4mv2.py`` draw it in degrees)."""
+FRAD_TORSION_SCALE: float = math.radians(FRAD_TORSION_SCALE_DEG)
+"""The same scale in radians (about 0.035 rad), the unit :func:`torsion_noise` takes."""
 SCHEMES: tuple[str, ...] = ("coord", "frad", "sentinel")
 """The noise schemes: coordinate noise only, Frad (one torsion scale), energy sentinel (per-molecule scale)."""
 
@@ -541,7 +545,8 @@ def sentinel_scale(molecule: Molecule, target: float, *, s_max: float = 2.0, n_s
     target : float
         :math:`\\Delta E^*` in kcal/mol (> 0).
     s_max : float
-        Largest scale (rad, > 0); Frad's default torsion scale.
+        Largest scale (rad, > 0): the sentinel's cap (Frad's own default is far smaller,
+        :data:`FRAD_TORSION_SCALE`).
     n_samples : int
         Draws per evaluation of :math:`f`.
     tol : float
@@ -607,7 +612,8 @@ class NoiseScheme:
     tau : float
         Coordinate noise (Å).
     torsion_scale : float
-        Frad's torsion scale (rad); the sentinel's cap.
+        The torsion scale (rad) of a ``frad`` scheme (Frad's default is
+        :data:`FRAD_TORSION_SCALE`, 2 degrees); the sentinel's cap.
     target : float
         The sentinel's :math:`\\Delta E^*` (kcal/mol).
     n_samples : int
