@@ -95,8 +95,8 @@ def make_parser() -> argparse.ArgumentParser:
         "sweep",
         help="run chapters x seeds on Dask (a LocalCluster, or --scheduler) and aggregate the claims over seeds",
         description="Examples: `sweep --seeds 0-4 --scale full`; `sweep 02 15 --seeds 0,1,2`; "
-        "`sweep --seeds 0-2 --scheduler tcp://host:8786 --param n_seeds=5`. Outputs go to "
-        "_build/sweep/<scale>/seed-<seed>/<chapter>/; the scorecard shows the spread over seeds.",
+        "`sweep --until-decided --max-seeds 6 --budget 2h --scale full`; `sweep --seeds 0-2 --scheduler tcp://host:8786`. "
+        "Outputs go to _build/sweep/<scale>/seed-<seed>/<chapter>/; the scorecard pools each claim's evidence over the seeds.",
     )
     w.add_argument("chapters", nargs="*", help="chapter ids, numbers or slugs (default: all)")
     w.add_argument("--seeds", default=None, help="seeds: a range 0-4, a list 0,1,2, or both (0-2,7); required unless --until-decided")
