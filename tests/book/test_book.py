@@ -98,3 +98,12 @@ def test_no_typed_numbers_in_result_prose(path):
 
     found = lint.prose_numbers(path)
     assert found == [], "typed numbers in the result sections' prose:\n  " + "\n  ".join(found)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.parent.name for p in NOTEBOOKS])
+def test_no_noisy_figure_is_passed_off_as_an_exact_check(path):
+    """chapter.exact is for identities and counts; comparisons of means go through paired_effect."""
+    from icml26.book import lint
+
+    found = lint.noisy_exact_checks(path)
+    assert found == [], "exact(...) on figures that vary with the seed:\n  " + "\n  ".join(found)

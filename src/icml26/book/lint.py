@@ -78,3 +78,31 @@ def claims_without_kind(path: str | Path) -> list[str]:
         if not re.search(r"\bkind\s*=", call):
             out.append(call.splitlines()[0][:80])
     return out
+
+
+_NOISY_FIGURE = re.compile(r"\.mean\(|np\.mean\(|\bmean_\w*|\.median\(|np\.median\(|\.std\(|\bmean\b")
+
+
+def _call_args(text: str, start: int) -> str:
+    depth, i = 1, start
+    while i < len(text) and depth:
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        i += 1
+    return text[start : i - 1]
+
+
+def noisy_exact_checks(path: str | Path) -> list[str]:
+    """``exact(...)`` checks whose value is computed from figures that vary with the seed (a mean, a median, an sd).
+
+    ``chapter.exact`` is for identities, counts on fixed data and bit-exact comparisons;
+    a comparison of means belongs in ``chapter.paired_effect`` with a smallest effect.
+    Returned as the calls' first lines.
+    """
+    text = Path(path).read_text(encoding="utf-8")
+    out = []
+    for m in re.finditer(r"\bexact\(", text):
+        args = _call_args(text, m.end())
+        value = re.split(r",\s*(?:why\s*=|[\"'f])", args, maxsplit=1)[0]
+        if _NOISY_FIGURE.search(value):
+            out.append(("exact(" + args).splitlines()[0][:100])
+    return out
