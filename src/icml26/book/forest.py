@@ -88,7 +88,7 @@ def forest_figure(rows: Sequence[Mapping[str, Any]], *, title: str, path: Path |
     from matplotlib.lines import Line2D
 
     n = len(rows)
-    fig, ax = plt.subplots(figsize=(8.0, 1.2 + 0.28 * n))
+    fig, ax = plt.subplots(figsize=(10.0, 1.6 + 0.28 * n))
     ys = list(range(n))[::-1]
     lim = 4.0
     clip = lambda v: max(-lim, min(lim, v))  # noqa: E731
@@ -110,11 +110,12 @@ def forest_figure(rows: Sequence[Mapping[str, Any]], *, title: str, path: Path |
     ax.set_yticklabels([r["label"] for r in rows], fontsize=7)
     ax.set_xlim(-lim - 0.2, lim + 0.2)
     ax.set_ylim(-0.8, n - 0.2)
-    ax.set_xlabel("our effect ÷ |smallest effect the claim needs|  (0: none; +1: smallest effect; −1: a non-inferiority tolerance)")
+    ax.set_xlabel("our effect ÷ |smallest effect the claim needs|\n"
+                  "(0: no effect; dashed +1: the smallest effect; dotted −1: a non-inferiority tolerance; arrows: beyond ±4)", fontsize=8)
     ax.set_title(title, fontsize=10)
     handles = [Line2D([], [], color=c, lw=2, marker="o", label=v) for v, c in VERDICT_COLOUR.items()]
     handles += [Line2D([], [], ls="none", marker="D", mfc="none", mec="black", label="paper's effect")]
-    ax.legend(handles=handles, fontsize=7, loc="lower right", framealpha=0.9)
+    ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="verdict", title_fontsize=7)
     ax.grid(alpha=0.3, axis="x")
     fig.tight_layout()
     if path is not None:
