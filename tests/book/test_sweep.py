@@ -112,7 +112,12 @@ def test_real_chapter_two_seeds_aggregated_on_the_scorecard(tmp_path):
     assert sum(agg["counts"].values()) == 2
     assert book.execute(book.chapters()[0], "ci", 0, progress=False).status == "ok"  # the rendered, seed-0 run
     card = site.scorecard_markdown(book, "ci")
-    assert f"`ci`: {sw.describe(agg)}" in card and "| single seed |" not in card
+    assert "`ci`, pooled: " in card and sw.describe(agg) in card and "| single seed |" not in card
+    # the pooled evidence of each noisy core check holds every replicate of both seeds once
+    for name, dec in rows[0]["gap-headline"]["decisions"].items():
+        if dec["stats"].get("diffs") is not None:
+            n = sum(len(rows[s]["gap-headline"]["decisions"][name]["stats"]["diffs"]) for s in (0, 1))
+            assert agg["pooled"]["checks"][name]["stats"]["n"] == n
 
 
 def _row(a, b, replicates, *, control=None):
