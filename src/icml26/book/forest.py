@@ -47,6 +47,8 @@ def forest_rows(claims: Iterable[Mapping[str, Any]], *, prefix: str = "", pooled
         if c.get("kind") != "paper":
             continue
         agg = (pooled or {}).get(c.get("id"))
+        if agg is not None and "overall" not in agg:  # could not be pooled: draw the single run
+            agg = None
         decisions = c.get("decisions") or {}
         for name, dec in decisions.items():
             st = dict(dec.get("stats") or {})

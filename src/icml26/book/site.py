@@ -166,7 +166,13 @@ def seed_aggregates(book: Book, scale: str) -> tuple[str, dict[str, dict[str, di
     for s in [scale] + [x for x in SCALES if x != scale]:
         claims = load_sweep_claims(book, s)
         looks = planned_looks(book, s)
-        out = {cid: {k: aggregate(rows, looks=looks) for k, rows in by_id.items() if len(rows) > 1} for cid, by_id in claims.items()}
+        def safe(rows):
+            try:
+                return aggregate(rows, looks=looks)
+            except (ValueError, KeyError, TypeError) as exc:  # records that cannot be pooled are named, never crash the build
+                return {"n": len(rows), "seeds": [s for s, _ in rows], "error": f"{type(exc).__name__}: {exc}"}
+
+        out = {cid: {k: safe(rows) for k, rows in by_id.items() if len(rows) > 1} for cid, by_id in claims.items()}
         out = {cid: v for cid, v in out.items() if v}
         if out:
             return s, out
@@ -212,7 +218,10 @@ def scorecard_markdown(book: Book, scale: str = "full", *, figure_dir: Path | No
                 counts[kind][v] = counts[kind].get(v, 0) + 1
                 per_chapter[cid][kind][v] = per_chapter[cid][kind].get(v, 0) + 1
                 agg = over_seeds.get(cid, {}).get(r.get("id"))
-                if agg is not None:
+                if agg is not None and "error" in agg:
+                    seeds_cell = f"`{sweep_scale}`: {agg['n']} seeds, not pooled ({agg['error']})"
+                    agg = None
+                elif agg is not None:
                     from .sweep import describe
 
                     seeds_cell = f"`{sweep_scale}`, pooled: {VERDICT_MARK.get(agg['overall'], agg['overall'])}" + (
@@ -220,7 +229,7 @@ def scorecard_markdown(book: Book, scale: str = "full", *, figure_dir: Path | No
                     if kind == "paper":
                         overall_counts[agg["overall"]] = overall_counts.get(agg["overall"], 0) + 1
                         seeds_behind.update(agg["seeds"])
-                else:
+                elif not (over_seeds.get(cid, {}).get(r.get("id")) or {}).get("error"):
                     seeds_cell = "single seed"
                 verdict_cell = VERDICT_MARK.get(v, v) + (f" ({r['why']})" if r.get("why") else "")
                 cells = [link if first[kind] else "", _cell(r["claim"]), _cell(r["paper"]), _cell(r["ours"]), _cell(verdict_cell)]
