@@ -166,7 +166,7 @@ def seed_aggregates(book: Book, scale: str) -> tuple[str, dict[str, dict[str, di
     for s in [scale] + [x for x in SCALES if x != scale]:
         claims = load_sweep_claims(book, s)
         looks = planned_looks(book, s)
-        def safe(rows):
+        def safe(rows, looks=looks):
             try:
                 return aggregate(rows, looks=looks)
             except (ValueError, KeyError, TypeError) as exc:  # records that cannot be pooled are named, never crash the build
