@@ -258,7 +258,7 @@ class _AudioAttention(nn.Module):
     def __init__(self, dim: int, heads: int, mode: str, gated: bool, gate_init: float) -> None:
         super().__init__()
         self.mode = mode
-        self.norm = nn.LayerNorm(dim)
+        # the authors feed the raw residual stream into GLCA (``x = x + self.glca(x, ...)``); q and k are RMS-normed inside
         self.attn = _Attention(dim, heads, qk_norm=True)
         self.gate = nn.Parameter(torch.full((dim,), float(gate_init))) if gated else None
 
@@ -266,7 +266,7 @@ class _AudioAttention(nn.Module):
         # x: [B, (P+T)*N, d] video tokens; audio: [B, T, w, d]; amask: [B] in {0, 1}
         b, _, d = x.shape
         t, w = audio.shape[1], audio.shape[2]
-        xs = self.norm(x).view(b, n_pseudo + t, n_tok, d)[:, n_pseudo:]  # [B, T, N, d] real frames
+        xs = x.view(b, n_pseudo + t, n_tok, d)[:, n_pseudo:]  # [B, T, N, d] real frames
         if self.mode == "glca":
             o = self.attn(xs.reshape(b * t, n_tok, d), audio.reshape(b * t, w, d))  # [B*T, N, d]
         else:
