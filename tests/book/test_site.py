@@ -197,3 +197,33 @@ def test_check_site_catches_what_a_reader_would_see_broken(tmp_path):
     for needle in ("broken image: missing.png", "JavaScript error", "kaput", "math left unrendered", "nope.html: no such file", "no anchor #gone"):
         assert needle in text, report.summary()
     assert "#here" not in text
+
+
+def test_claims_data_matches_the_records(toy, tmp_path):
+    import csv
+
+    import pandas as pd
+
+    ch = toy.select(["01"])[0]
+    toy.execute(ch, "full", 0, progress=False)
+    jf, cf = site.write_claims_data(toy, "full", tmp_path)
+    data = json.loads(jf.read_text())
+    payload = json.loads((toy.results_dir() / "full" / "01-toy" / "main.json").read_text())
+    assert [(c["chapter"], c["id"], c["verdict"], c["kind"]) for c in data["claims"]] == [
+        ("01-toy", r["id"], r["verdict"], r["kind"]) for r in payload["claims"]]
+    assert data["claims"][0]["run_key"] == payload["run_key"] and data["claims"][0]["checks"]["equal"]["outcome"] == "supports"
+    table = pd.read_csv(cf)
+    assert list(table.columns) == list(site.CLAIM_COLUMNS) and table.loc[0, "verdict"] == "reproduced"
+    with cf.open() as fh:
+        assert len(list(csv.DictReader(fh))) == len(payload["claims"])
+
+
+def test_version_and_identity(toy):
+    from icml26.book import identity
+    from icml26.book.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0
+    assert identity.describe(toy.root).startswith(f"icml26 {identity.version()}, ")
+    assert "These pages were built from **icml26 " in site.status_markdown(toy)

@@ -61,6 +61,9 @@ def _scale(text: str) -> str:
 
 def make_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m icml26", description="Run and build the executable companion to ICML 2026.")
+    from .identity import version
+
+    p.add_argument("--version", action="version", version=f"icml26 {version()}", help="print the package version and exit")
     p.add_argument("--root", type=Path, default=None, help="repository root (default: found from the current folder)")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 

@@ -272,6 +272,10 @@ def scorecard_markdown(book: Book, scale: str = "full", *, figure_dir: Path | No
             "seed (`python -m icml26 sweep --until-decided` adds seeds until the claims are decided).",
             "",
         ]
+    if figure_dir is not None:
+        head += ["The scorecard as data: {download}`claims.json <_generated/claims.json>` (every claim with its checks, "
+                 "effects, intervals, smallest effects, replicates, seeds and rules) and {download}`claims.csv "
+                 "<_generated/claims.csv>` (one row per claim; `pandas.read_csv` reads it).", ""]
     head += [
         "Only *paper* claims, the papers' empirical results tested here, count in that line. Besides them the chapters "
         f"check {tally('derived')} *derived* identities, show {tally('stand-in')} *stand-in* behaviours, and test "
@@ -343,6 +347,78 @@ def scorecard_markdown(book: Book, scale: str = "full", *, figure_dir: Path | No
     return out
 
 
+CLAIM_COLUMNS: tuple[str, ...] = (
+    "chapter", "part", "id", "kind", "claim", "verdict", "why", "effect", "ci_low", "ci_high", "smallest_effect",
+    "paper_effect", "unit", "n", "n_needed", "outcome", "seeds", "pooled_verdict", "pooled_effect", "pooled_ci_low",
+    "pooled_ci_high", "pooled_n", "rule", "paper", "ours", "stand_in", "note", "revised", "scale", "seed", "run_key",
+)
+
+
+def claims_data(book: Book, scale: str = "full") -> list[dict]:
+    """Every claim of the rendered run as one flat record (:data:`CLAIM_COLUMNS`), with its checks nested.
+
+    The effect columns are those of the claim's first noisy core check (one carrying a
+    smallest effect); every check's numbers are under ``checks``, and the evidence pooled
+    over a sweep's seeds, where there is one, under ``pooled_*`` and ``pooled_checks``.
+    Records that do not come from the rendered run are left out, as on the scorecard.
+    """
+    records = load_records(book, scale)
+    _, over_seeds = seed_aggregates(book, scale)
+    out = []
+    for cid in sorted(records):
+        for payload in records[cid]:
+            if payload["mismatch"]:
+                continue
+            for r in payload.get("claims", []):
+                agg = over_seeds.get(cid, {}).get(r.get("id"))
+                agg = agg if agg is not None and "overall" in agg else None
+                checks = {}
+                for name, o in (r.get("outcomes") or {}).items():
+                    d = (r.get("decisions") or {}).get(name) or {}
+                    st = {k: v for k, v in (d.get("stats") or {}).items() if k not in ("diffs",)}
+                    checks[name] = {"outcome": o, "rule": d.get("rule", ""), "detail": d.get("detail", ""), **st}
+                first = next((c for c in checks.values() if c.get("smallest_effect") is not None and c.get("ci_low") is not None), {})
+                first_name = next((k for k, c in checks.items() if c is first), None)
+                pooled = (agg or {}).get("pooled", {}).get("checks", {}).get(first_name, {}).get("stats", {}) if first_name else {}
+                row = {
+                    "chapter": cid, "part": payload.get("part", "main"), "id": r.get("id"), "kind": r.get("kind"),
+                    "claim": r.get("claim"), "verdict": r.get("verdict"), "why": r.get("why", ""),
+                    "effect": first.get("effect"), "ci_low": first.get("ci_low"), "ci_high": first.get("ci_high"),
+                    "smallest_effect": first.get("smallest_effect"), "paper_effect": first.get("paper_effect"),
+                    "unit": first.get("unit"), "n": first.get("n"), "n_needed": first.get("n_needed"),
+                    "outcome": first.get("outcome"), "seeds": (agg or {}).get("seeds", [payload.get("seed")]),
+                    "pooled_verdict": (agg or {}).get("overall"), "pooled_effect": pooled.get("effect"),
+                    "pooled_ci_low": pooled.get("ci_low"), "pooled_ci_high": pooled.get("ci_high"), "pooled_n": pooled.get("n"),
+                    "rule": first.get("rule") or "; ".join(c.get("rule", "") for c in checks.values() if c.get("rule")),
+                    "paper": r.get("paper", ""), "ours": r.get("ours", ""), "stand_in": r.get("stand_in", ""),
+                    "note": r.get("note", ""), "revised": r.get("revised", ""), "scale": payload.get("scale"),
+                    "seed": payload.get("seed"), "run_key": payload.get("run_key", ""),
+                    "checks": checks,
+                    "control": {k: {"outcome": d.get("outcome"), "detail": d.get("detail", "")} for k, d in (r.get("control") or {}).items()},
+                    "guards": {k: {"outcome": d.get("outcome"), "detail": d.get("detail", "")} for k, d in (r.get("guards") or {}).items()},
+                    "pooled_checks": {k: {kk: vv for kk, vv in (d.get("stats") or {}).items() if kk != "diffs"}
+                                      for k, d in (agg or {}).get("pooled", {}).get("checks", {}).items()},
+                }
+                out.append(row)
+    return out
+
+
+def write_claims_data(book: Book, scale: str, dest: Path) -> tuple[Path, Path]:
+    """Write :func:`claims_data` as ``claims.json`` (full records) and ``claims.csv`` (the flat columns) in ``dest``."""
+    import csv
+
+    rows = claims_data(book, scale)
+    dest.mkdir(parents=True, exist_ok=True)
+    jf, cf = dest / "claims.json", dest / "claims.csv"
+    jf.write_text(json.dumps({"scale": scale, "columns": list(CLAIM_COLUMNS), "claims": rows}, indent=1, default=str))
+    with cf.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(CLAIM_COLUMNS), extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (json.dumps(v) if isinstance(v, list) else ("" if v is None else v)) for k, v in r.items()})
+    return jf, cf
+
+
 def chapter_title(ch: Chapter) -> str:
     """The chapter's first level-1 heading, or its id."""
     text = re.sub(r"^```.*?^```", "", ch.notebooks[0].read_text(encoding="utf-8"), flags=re.M | re.S)
@@ -351,8 +427,10 @@ def chapter_title(ch: Chapter) -> str:
 
 
 def status_markdown(book: Book) -> str:
-    """Per-chapter wall time at each scale, package versions and the machine."""
-    lines = ["## Chapter runs", "", "| Chapter | " + " | ".join(f"`{s}` wall time" for s in SCALES) + " | Last good run (full) |", "|---|" + "---|" * (len(SCALES) + 1)]
+    """The book's version and commit, per-chapter wall time at each scale, package versions and the machine."""
+    from .identity import describe
+
+    lines = [f"These pages were built from **{describe(book.root)}**.", "", "## Chapter runs", "", "| Chapter | " + " | ".join(f"`{s}` wall time" for s in SCALES) + " | Last good run (full) |", "|---|" + "---|" * (len(SCALES) + 1)]
     stale_notes = []
     for ch in book.chapters():
         cells = []
@@ -596,6 +674,9 @@ def stage(book: Book, scale: str = "full", *, strict: bool = False) -> Staged:
         if word == "stale":
             problems.append(f"{ch.id}: stale: {why}")
         for nb_path in ch.notebooks:
+            from .identity import describe as describe_identity
+
+            identity = describe_identity(book.root)
             src = book.executed_dir(scale, ch) / f"{nb_path.stem}.ipynb"
             nb = nbformat.read(str(src), as_version=4)
             found = clean_executed(nb)
@@ -609,7 +690,9 @@ def stage(book: Book, scale: str = "full", *, strict: bool = False) -> Staged:
             if ch.id in over_seeds:
                 n_seeds = max(a["n"] for a in over_seeds[ch.id].values())
                 _banner(nb, "note", f"This page shows the seed-0 run. The {_doc_link('scorecard', '../intro')} gives this "
-                        f"chapter's claims over {n_seeds} seeds (`{sweep_scale}` scale): mean ± sd and each seed's verdict.")
+                        f"chapter's claims with their evidence pooled over {n_seeds} seeds (`{sweep_scale}` scale).")
+            nb.cells.append(nbformat.v4.new_markdown_cell(
+                f"---\n\n*Built from {identity}; executed at `{scale}` scale, seed 0.*"))
             nbformat.write(nb, str(dest / src.name))
         for extra in ch.path.iterdir():  # images and other assets next to the notebook
             if extra.is_file() and extra.suffix.lower() in {".png", ".svg", ".jpg", ".jpeg", ".gif", ".bib"}:
@@ -627,6 +710,7 @@ def stage(book: Book, scale: str = "full", *, strict: bool = False) -> Staged:
 
     gen = site / "book" / "_generated"
     gen.mkdir()
+    write_claims_data(book, scale, gen)
     (gen / "scorecard.md").write_text(scorecard_markdown(book, scale, figure_dir=gen))
     (gen / "status.md").write_text(status_markdown(book))
     (gen / "build.md").write_text(build_note(book, scale, staged.shown))
@@ -656,6 +740,8 @@ def build(book: Book, scale: str = "full", *, strict: bool = False, warnings_are
     if html.exists():
         shutil.rmtree(html)
     shutil.copytree(site / "_build" / "html", html)
+    for name in ("claims.json", "claims.csv"):  # the scorecard as data, beside the HTML as well as under _downloads
+        shutil.copy2(site / "book" / "_generated" / name, html / name)
     return BuildResult(html / "index.html", staged.notes)
 
 

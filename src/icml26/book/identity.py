@@ -1,0 +1,41 @@
+"""Which book this is: the package version and the commit the pages were built from.
+
+Shown by ``python -m icml26 --version``, on the Status page and in each chapter's footer.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import subprocess
+from pathlib import Path
+
+
+def version() -> str:
+    """The installed ``icml26`` version (from the package metadata; ``"unknown"`` if not installed)."""
+    try:
+        return md.version("icml26")
+    except md.PackageNotFoundError:  # pragma: no cover - the package is installed in every supported set-up
+        return "unknown"
+
+
+def commit(root: Path) -> tuple[str, bool] | None:
+    """``(commit hash, dirty)`` of the git checkout at ``root``, or ``None`` outside a checkout or without git.
+
+    ``dirty`` is true when tracked files differ from the commit or untracked files
+    that git does not ignore exist.
+    """
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+        if head.returncode != 0:
+            return None
+        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head.stdout.strip(), bool(status.stdout.strip()) if status.returncode == 0 else False
+
+
+def describe(root: Path) -> str:
+    """One line: ``icml26 0.1.0, commit 1a2b3c4d5e6f`` (``… with uncommitted changes`` when dirty)."""
+    c = commit(root)
+    where = "not a git checkout" if c is None else f"commit {c[0][:12]}" + (" with uncommitted changes" if c[1] else "")
+    return f"icml26 {version()}, {where}"
