@@ -101,3 +101,28 @@ def test_pipeline_bad_inputs():
     rejects(V.LatentStandardizer.fit, torch.zeros(1, 4, 4, 4, 4))
     rejects(V.train_latent_generator, torch.zeros(4, 8), steps=1)
     rejects(V.sample_videos, "gm", tok, None, 2)
+
+
+def test_visible_latents_ignore_masked_pixels():
+    tok = V.VideoMAETok(random_state=0, **SMALL)
+    x = torch.rand(2, 3, 8, 16, 16)
+    keep = V.random_keep(2, 64, 0.75, generator=torch.Generator().manual_seed(1))
+    tokens = V.patchify_video(x)
+    masked = torch.ones(2, 64, dtype=torch.bool)
+    masked[torch.arange(2)[:, None], keep] = False
+    y = V.unpatchify_video(torch.where(masked[..., None], torch.rand_like(tokens), tokens), (3, 8, 16, 16))
+    assert not torch.allclose(x, y)
+    with torch.no_grad():
+        assert torch.allclose(tok.encode(x, keep), tok.encode(y, keep), atol=1e-6)
+        assert not torch.allclose(tok.encode(x), tok.encode(y), atol=1e-3)  # unmasked, the changed pixels matter
+
+
+def test_decoder_puts_latents_back_in_place():
+    tok = V.VideoMAETok(random_state=0, **SMALL)
+    z = torch.randn(2, 64, 4)
+    perm = torch.stack([torch.randperm(64, generator=torch.Generator().manual_seed(k)) for k in range(2)])
+    with torch.no_grad():
+        ref = tok.decode(z)
+        assert torch.allclose(tok.decode(torch.gather(z, 1, perm[..., None].expand(-1, -1, 4)), perm), ref, atol=1e-5)
+        wrong = tok.decode(z[:, torch.randperm(64, generator=torch.Generator().manual_seed(9))], torch.arange(64).expand(2, 64))
+        assert not torch.allclose(wrong, ref, atol=1e-3)

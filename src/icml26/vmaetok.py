@@ -6,7 +6,8 @@ A clip ``[B, C, T, H, W]`` is cut into tubelets of ``t_p × p × p`` pixels
 ``c`` channels per token (a 3-D latent grid ``[B, c, T/t_p, H/p, W/p]``):
 
 * **masking** (MAE-style): in training a random fraction ``ρ`` of the patch tokens is
-  dropped and the encoder runs on the ``(1-ρ)N`` visible tokens only, so its cost falls
+  dropped (``ρ`` drawn per batch from ``U(−0.1, ρ_max)`` and clipped at 0, as l-DeTok
+  samples it, so the decoder also learns from batches with every latent visible) and the encoder runs on the ``(1-ρ)N`` visible tokens only, so its cost falls
   about ``1/(1-ρ)`` times; the decoder gets the visible latents at their positions and a
   learned mask token at every other position, and reconstructs every patch;
 * **interpolative latent noise** (l-DeTok form): the encoder's latents ``z`` (normalised
@@ -23,7 +24,7 @@ and sampled, decoded and scored (:func:`sample_videos`).
 Choices we made where the paper's code could not be read (marked *(R)*): one latent per
 tubelet (a 3-D grid, as in l-DeTok's per-patch latents) rather than a 1-D set of learned
 latent tokens; a LayerNorm without affine on each token's latent (so the encoder cannot
-out-scale the noise); noise on the visible latents, ``τ`` per clip, ``ρ`` fixed; learned
+out-scale the noise); noise on the visible latents, ``τ`` per clip, ``ρ`` per batch; learned
 position embeddings; no perceptual or GAN loss, no decoder fine-tune stage.
 
 References
@@ -216,7 +217,8 @@ class VideoMAETok(nn.Module):
     latent_dim : int
         Latent channels ``c`` per token (the bottleneck).
     mask_ratio : float
-        ``ρ`` in ``[0, 1)``: fraction of tokens dropped before the encoder in training.
+        ``ρ_max`` in ``[0, 1)``: in training each batch drops a fraction
+        ``ρ = max(0, u)``, ``u ~ U(−0.1, ρ_max)``, of the tokens before the encoder.
     noise_gamma : float
         ``γ >= 0`` of the interpolative latent noise in training (0: none).
     random_state : int, numpy.random.Generator or None
@@ -319,7 +321,10 @@ class VideoMAETok(nn.Module):
     def training_loss(self, videos: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
         """Pixel MSE of reconstructing every patch from masked, noised latents (the training objective)."""
         x = self._check(videos)
-        keep = random_keep(x.shape[0], self.n_tokens, self.mask_ratio, generator=generator) if self.mask_ratio > 0 else None
+        rho = 0.0
+        if self.mask_ratio > 0:  # l-DeTok: ρ ~ U(−0.1, ρ_max), clipped at 0, per batch
+            rho = max(0.0, float(torch.empty(()).uniform_(-0.1, self.mask_ratio, generator=generator)))
+        keep = random_keep(x.shape[0], self.n_tokens, rho, generator=generator) if rho > 0 else None
         z = self.encode(x, keep)
         if self.noise_gamma > 0:
             z = interpolative_noise(z, self.noise_gamma, generator=generator)
@@ -350,8 +355,9 @@ def train_tokenizer(
 ) -> dict[str, list[float] | float]:
     """Train a tokenizer for ``steps`` AdamW steps on random batches of ``videos``.
 
-    The batch order, masks, ``τ`` and ``ε`` come from ``random_state``, so two variants
-    trained with the same seed see the same clips in the same order (a paired design).
+    The batch order comes from one generator seeded by ``random_state`` and the masks,
+    ``τ`` and ``ε`` from a second one, so two variants trained with the same seed see the
+    same clips in the same order whatever their corruption draws (a paired design).
 
     Returns
     -------
@@ -364,13 +370,15 @@ def train_tokenizer(
     steps = check_int(steps, "steps")
     batch_size = check_int(batch_size, "batch_size")
     lr = check_real(lr, "lr", lo=0.0, lo_open=True)
-    gen = torch_generator(random_state)
+    base = seed_from(random_state)
+    order = torch.Generator().manual_seed(base)  # batch order: the same for every variant
+    gen = torch.Generator().manual_seed(base + 2**31)  # masks, τ, ε: the variant's own draws
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: min(1.0, (i + 1) / 20) * 0.5 * (1 + np.cos(np.pi * i / steps)))
     model.train()
     losses, t0 = [], time.perf_counter()
     for _ in progress(range(steps), desc):
-        idx = torch.randint(0, x.shape[0], (batch_size,), generator=gen)
+        idx = torch.randint(0, x.shape[0], (batch_size,), generator=order)
         loss = model.training_loss(x[idx], gen)
         opt.zero_grad(set_to_none=True)
         loss.backward()
