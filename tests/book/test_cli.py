@@ -100,3 +100,28 @@ def test_sync_rewrites_unedited_twin_after_md_change(toy):
     assert _cli("sync", root=toy.root).returncode == 0
     twin = toy.build_dir / "ipynb" / "book" / "01-toy" / "toy.ipynb"
     assert "y = 3" in twin.read_text()
+
+
+def test_build_and_bench_default_to_the_scale_that_ran_last(toy):
+    from icml26.book.cli import default_scale
+
+    assert default_scale(toy) == "ci"  # nothing has run
+    ch = toy.select(["01"])[0]
+    toy.execute(ch, "full", 0, progress=False)
+    assert default_scale(toy) == "full"
+    import time
+
+    time.sleep(1.1)  # run records carry their finishing time to the second
+    toy.execute(ch, "ci", 0, progress=False)
+    assert default_scale(toy) == "ci"
+    proc = _cli("build", "--help")
+    assert "most recent successful" in " ".join(proc.stdout.split())
+
+
+def test_a_log_file_gets_lines_not_progress_bars(toy):
+    # stdout and stderr are pipes here, as in `make book > log`: no live bars, one line per chapter
+    proc = _cli("run", "01", "--force", root=toy.root)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "\r" not in out and "%|" not in out and "cell/s" not in out
+    assert "01-toy" in out

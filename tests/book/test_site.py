@@ -28,6 +28,13 @@ def test_scorecard_and_stage(toy):
     placeholder = (staged.path / "book" / "02-bad" / "bad.md").read_text()
     assert placeholder.startswith("# Toy") and "python -m icml26 run 02 --scale full" in placeholder
     assert any("02-bad: not executed" in n for n in staged.notes)
+    page = nbformat.read(str(staged.path / "book" / "01-toy" / "toy.ipynb"), as_version=4)
+    top, last = page.cells[0].source, page.cells[-1].source
+    assert top.startswith("# ") and "Rerun this chapter" in top and ":class: dropdown" in top
+    assert "python -m icml26 run 01 --scale full --seed 0" in top and "-p scale full -p seed 0" in top
+    assert "book/01-toy/toy.md" in top and "--allow-root" in top
+    assert "Built from icml26 " in last
+    assert (staged.path / "book" / "_generated" / "claims.csv").exists()
     note = (staged.path / "book" / "_generated" / "build.md").read_text()
     assert "executed at `full` scale with seed 0" in note and "(1 of 2 chapters" in note and "02-bad" in note
     status = site.status_markdown(toy)

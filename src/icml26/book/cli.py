@@ -59,6 +59,29 @@ def _scale(text: str) -> str:
     return text
 
 
+DEFAULT_SCALE_RULE = "the scale of the most recent successful `run`, ci if nothing has run"
+
+
+def default_scale(book) -> str:
+    """The scale ``build`` and ``bench`` use when none is given: that of the newest successful run record.
+
+    So ``run 02`` followed by ``build`` shows that run, and ``make book`` (which runs
+    ``full`` last, and passes ``--scale full`` anyway) renders the full-scale book.
+    """
+    best, when = "ci", ""
+    for s in SCALES:
+        for ch in book.chapters():
+            rec = book.record(s, ch)
+            if rec is not None and rec.status != "failed" and (rec.finished or "") > when:
+                best, when = s, rec.finished or ""
+    return best
+
+
+def _live_bars(args) -> bool:
+    """Live progress bars only on a terminal: a log file (``make book > log``) gets one line per finished chapter."""
+    return not args.no_progress and sys.stderr.isatty()
+
+
 def make_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m icml26", description="Run and build the executable companion to ICML 2026.")
     from .identity import version
@@ -84,7 +107,8 @@ def make_parser() -> argparse.ArgumentParser:
         "has run is rendered, and the others show the command that runs them; --strict refuses to build "
         "unless every chapter ran cleanly (for CI).",
     )
-    b.add_argument("--scale", type=_scale, default="full", metavar="{" + ",".join(SCALES) + "}", help="which executions to render: " + " or ".join(SCALES) + " (default: full)")
+    b.add_argument("--scale", type=_scale, default=None, metavar="{" + ",".join(SCALES) + "}",
+                   help="which executions to render: " + " or ".join(SCALES) + f" (default: {DEFAULT_SCALE_RULE})")
     b.add_argument("--strict", action="store_true", help="all or nothing: fail if a chapter has not run, failed, is stale, or shows NaN, warnings or progress bars")
     b.add_argument("--allow-warnings", action="store_true", help="do not turn Sphinx warnings into errors")
 
@@ -117,7 +141,7 @@ def make_parser() -> argparse.ArgumentParser:
 
     k = sub.add_parser("bench", help="re-run just the benchmark cells of chapters (their rows feed the Performance page)")
     k.add_argument("chapters", nargs="*", help="chapter ids, numbers or slugs (default: all)")
-    k.add_argument("--scale", type=_scale, default="full", metavar="{" + ",".join(SCALES) + "}", help="ci or full (default: full, the rendered one)")
+    k.add_argument("--scale", type=_scale, default=None, metavar="{" + ",".join(SCALES) + "}", help=f"ci or full (default: {DEFAULT_SCALE_RULE})")
     k.add_argument("--seed", type=_int_at_least(0, SEED_LIMIT), default=0, help="seed (default: 0)")
     return p
 
@@ -207,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
 
         t_run = time.perf_counter()
         try:
-            records = book.run(chapters, args.scale, args.seed, jobs=jobs, force=args.force, progress=not args.no_progress, say=say)
+            records = book.run(chapters, args.scale, args.seed, jobs=jobs, force=args.force, progress=_live_bars(args), say=say)
         except Interrupted as exc:
             print(f"python -m icml26 run: interrupted: {exc.summary()}", file=sys.stderr, flush=True)
             _exit_now_if_threads_linger(130)
@@ -244,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
             _err("build", "; ".join(problems))
             return 1
         try:
-            result = build(book, args.scale, strict=args.strict, warnings_are_errors=not args.allow_warnings)
+            result = build(book, args.scale or default_scale(book), strict=args.strict, warnings_are_errors=not args.allow_warnings)
         except BuildError as exc:
             _err("build", str(exc))
             return 1
@@ -292,11 +316,11 @@ def main(argv: list[str] | None = None) -> int:
                 out = sw.sweep_until_decided(book, chapters, args.scale, max_seeds=args.max_seeds, first_seed=args.first_seed,
                                              budget_s=budget, say=lambda m: print(m, flush=True), params=params,
                                              scheduler=args.scheduler, n_workers=args.workers, force=args.force,
-                                             progress=not args.no_progress)
+                                             progress=_live_bars(args))
                 records = out["records"]
             else:
                 records = sw.sweep(book, chapters, seeds, args.scale, params=params, scheduler=args.scheduler,
-                                   n_workers=args.workers, force=args.force, progress=not args.no_progress)
+                                   n_workers=args.workers, force=args.force, progress=_live_bars(args))
         except KeyboardInterrupt:
             print("python -m icml26 sweep: interrupted: queued and running tasks cancelled; finished tasks kept", file=sys.stderr, flush=True)
             _exit_now_if_threads_linger(130)
@@ -322,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as exc:
             _err("bench", str(exc))
             return 2
-        results = run_benchmarks(book, chapters, args.scale, args.seed, say=lambda m: print(m, flush=True))
+        results = run_benchmarks(book, chapters, args.scale or default_scale(book), args.seed, say=lambda m: print(m, flush=True))
         return 1 if any(s.startswith("failed") for _, s in results) else 0
     return 2  # pragma: no cover
 

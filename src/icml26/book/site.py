@@ -555,15 +555,62 @@ def fold_parameters(nb) -> None:
 
 def _banner(nb, admonition: str, text: str) -> None:
     """Put an admonition right under the notebook's title (inside the title's cell, if it holds more)."""
+    _under_title(nb, f"````{{{admonition}}}\n{text}\n````")
+
+
+def _under_title(nb, block: str) -> None:
+    """Put a MyST block right under the notebook's title."""
     import nbformat
 
-    block = f"````{{{admonition}}}\n{text}\n````"
     first = nb.cells[0] if nb.cells else None
     if first is not None and first.cell_type == "markdown" and first.source.lstrip().startswith("# "):
         title, _, rest = first.source.lstrip().partition("\n")
         first.source = f"{title}\n\n{block}\n\n{rest.lstrip()}".rstrip() + "\n"
     else:
         nb.cells.insert(0, nbformat.v4.new_markdown_cell(block))
+
+
+def notebook_parameters(nb) -> dict:
+    """The literal assignments of a notebook's ``parameters`` cell (name → value), in order."""
+    import ast
+
+    out: dict = {}
+    for cell in nb.cells:
+        if cell.cell_type == "code" and "parameters" in cell.get("metadata", {}).get("tags", []):
+            try:
+                tree = ast.parse(cell.source)
+            except SyntaxError:
+                return out
+            for node in tree.body:
+                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                    try:
+                        out[node.targets[0].id] = ast.literal_eval(node.value)
+                    except ValueError:
+                        continue
+            break
+    return out
+
+
+def rerun_box(ch: Chapter, nb_path: Path, params: dict, scale: str) -> str:
+    """A collapsed admonition: how to rerun this chapter with ``run``, with papermill, and in JupyterLab."""
+    import shlex
+
+    rel = nb_path.relative_to(ch.path.parent.parent).as_posix() if ch.path.parent.parent in nb_path.parents else nb_path.name
+    stem = nb_path.stem
+    shown = {**params, "scale": scale, "seed": 0}
+    p_args = " ".join(f"-p {k} {shlex.quote(str(v))}" for k, v in shown.items())
+    others = ", ".join(f"`{k} = {v!r}`" for k, v in params.items() if k not in ("scale", "seed")) or "none besides `scale` and `seed`"
+    return "\n".join([
+        "````{admonition} Rerun this chapter",
+        ":class: dropdown tip",
+        "",
+        f"- With the book's runner (cached; records go to the scorecard): `python -m icml26 run {ch.id[:2]} --scale {scale} --seed 0`",
+        f"- With papermill, on a scratch copy: `jupytext --to ipynb {rel} -o _build/manual/{stem}.ipynb`, then "
+        f"`papermill --cwd {Path(rel).parent.as_posix()} _build/manual/{stem}.ipynb _build/manual/{stem}-{scale}.ipynb {p_args}`",
+        f"- In JupyterLab: open `{rel}` (it opens as a notebook; `jupyter lab --allow-root` when run as root).",
+        f"- The chapter's parameters: {others}.",
+        "````",
+    ])
 
 
 def _placeholder(book: Book, ch: Chapter, scale: str, word: str, why: str, stem: str) -> str:
@@ -681,7 +728,9 @@ def stage(book: Book, scale: str = "full", *, strict: bool = False) -> Staged:
             nb = nbformat.read(str(src), as_version=4)
             found = clean_executed(nb)
             problems += [f"{ch.id}/{nb_path.stem}: {p}" for p in found]
+            params = notebook_parameters(nb)
             fold_parameters(nb)
+            _under_title(nb, rerun_box(ch, nb_path, params, scale))
             if found:
                 items = "\n".join("- `` " + p.replace("`", "'") + " ``" for p in found)
                 _banner(nb, "warning", f"The build found problems in this page's outputs:\n\n{items}")
