@@ -32,7 +32,7 @@ run: $(VENV)/.installed
 	$(PY) -m icml26 run --scale full --jobs $(JOBS) --seed $(SEED)
 
 build: $(VENV)/.installed
-	$(PY) -m icml26 build $(STRICT)
+	$(PY) -m icml26 build --scale full $(STRICT)
 
 check-site: build
 	$(PY) -m icml26 check-site
