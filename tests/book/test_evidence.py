@@ -61,6 +61,9 @@ def test_n_needed_gives_the_power_it_claims():
     # non-inferiority: power computed at equality against the margin
     assert evidence.n_needed(1.0, margin=-0.5, smallest_effect=-0.5) is not None
     assert evidence.n_needed(0.0, margin=0.0, smallest_effect=1.0) is None
+    # "well above m" (margin = smallest effect > 0): powered at the observed effect when it lies above m
+    assert evidence.n_needed(1.0, margin=0.05, smallest_effect=0.05) is None
+    assert evidence.n_needed(1.0, margin=0.05, smallest_effect=0.05, observed=0.5) == evidence.n_needed(1.0, margin=0.05, smallest_effect=0.5)
 
 
 def test_error_rates_by_simulation():

@@ -108,17 +108,22 @@ def classify(low: float, high: float, *, margin: float, smallest_effect: float) 
     return "inconclusive"
 
 
-def power_target(margin: float, smallest_effect: float) -> float | None:
+def power_target(margin: float, smallest_effect: float, observed: float | None = None) -> float | None:
     """The true effect at which :func:`n_needed` asks for 80 % power to support.
 
     ``smallest_effect`` when it exceeds ``margin`` (a superiority claim); 0 when the
     margin is negative and the smallest effect sits on it (a non-inferiority claim:
-    power to show "no worse" when the two are equal); ``None`` when neither applies.
+    power to show "no worse" when the two are equal); when a positive margin equals the
+    smallest effect ("well above m"), the ``observed`` effect if it lies above the margin
+    (the replicates that would support an effect as large as the one seen); ``None``
+    otherwise.
     """
     if smallest_effect > margin:
         return smallest_effect
     if margin < 0:
         return 0.0
+    if observed is not None and observed > margin:
+        return float(observed)
     return None
 
 
@@ -137,8 +142,12 @@ def power(n: int, sd: float, *, effect: float, margin: float, alpha: float) -> f
     return float(stats.nct.sf(stats.t.ppf(1 - alpha, n - 1), n - 1, ncp))
 
 
-def n_needed(sd: float, *, margin: float, smallest_effect: float, alpha: float = 0.05, target_power: float = POWER) -> int | None:
+def n_needed(sd: float, *, margin: float, smallest_effect: float, alpha: float = 0.05, target_power: float = POWER,
+             observed: float | None = None) -> int | None:
     """Replicates giving ``target_power`` to support an effect of ``smallest_effect`` at spread ``sd``.
+
+    The effect powered is :func:`power_target` (``observed`` matters only when a
+    positive margin equals the smallest effect).
 
     Returns ``None`` when no number of replicates can (a zero spread, or no effect to
     power, see :func:`power_target`); values above :data:`MAX_N_NEEDED` are capped there.
@@ -147,7 +156,7 @@ def n_needed(sd: float, *, margin: float, smallest_effect: float, alpha: float =
     8
     """
     alpha = _check_alpha(alpha)
-    target = power_target(margin, smallest_effect)
+    target = power_target(margin, smallest_effect, observed)
     if target is None or not sd > 0 or not math.isfinite(sd):
         return None
     if power(MAX_N_NEEDED, sd, effect=target, margin=margin, alpha=alpha) < target_power:
@@ -197,7 +206,7 @@ def decide(
         p = 0.0 if mean > margin else 1.0
     else:
         p = float(stats.t.sf((mean - margin) / (sd / math.sqrt(n)), n - 1))
-    need = n_needed(sd, margin=margin, smallest_effect=smallest_effect, alpha=alpha) if outcome == "inconclusive" else None
+    need = n_needed(sd, margin=margin, smallest_effect=smallest_effect, alpha=alpha, observed=mean) if outcome == "inconclusive" else None
     return {
         "effect": mean, "mean": mean, "sd": sd, "ci_low": lo, "ci_high": hi, "n": n, "margin": margin,
         "smallest_effect": smallest_effect, "alpha": alpha, "outcome": outcome, "n_needed": need, "p": p,
