@@ -222,3 +222,36 @@ def check_real(
         interval = f"{left}{'-inf' if lo is None else f'{lo:g}'}, {'inf' if hi is None else f'{hi:g}'}{right}"
         raise ValueError(f"{name}={value!r} is not valid; use a finite number in {interval}")
     return v
+
+
+DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
+
+
+def resolve_device(device: str = "auto") -> str:
+    """The torch device a chapter runs on: ``"cpu"`` or ``"cuda"``.
+
+    ``"auto"`` gives ``"cuda"`` when torch sees a GPU, else ``"cpu"`` (the book's
+    reference device: the rendered book and the tests run on CPU). ``"cuda"`` on a
+    machine without one is an error naming the device, never a silent fall-back.
+
+    Raises
+    ------
+    ValueError
+        For a name outside :data:`DEVICES`, or ``"cuda"`` when torch sees no CUDA GPU.
+    """
+    if not isinstance(device, str) or device not in DEVICES:
+        raise ValueError(f"device={device!r} is not a device; use one of {', '.join(map(repr, DEVICES))}")
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is part of the pinned install
+        if device == "cuda":
+            raise ValueError("device='cuda' needs torch, which is not installed") from None
+        return "cpu"
+    has_cuda = bool(torch.cuda.is_available())
+    if device == "cuda" and not has_cuda:
+        raise ValueError(
+            "device='cuda' was asked for, but torch sees no CUDA GPU here (torch.cuda.is_available() is False; "
+            f"torch {torch.__version__} {'CPU build' if torch.version.cuda is None else 'CUDA ' + str(torch.version.cuda)}); "
+            "use device='auto' or 'cpu', or install a CUDA build of the same torch version (README)"
+        )
+    return "cuda" if device == "cuda" or (device == "auto" and has_cuda) else "cpu"

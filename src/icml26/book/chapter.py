@@ -77,8 +77,12 @@ def seed_everything(seed: int) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
-def setup(scale: str, seed: int, *, torch_threads: int | None = None) -> np.random.Generator:
-    """Validate the chapter parameters, seed all generators and set the plotting style.
+DEVICE: str = "cpu"
+"""The torch device of the running chapter, set by :func:`setup` (``"cpu"`` unless a chapter asks for a GPU)."""
+
+
+def setup(scale: str, seed: int, *, torch_threads: int | None = None, device: str = "cpu") -> np.random.Generator:
+    """Validate the chapter parameters, seed all generators, choose the torch device and set the plotting style.
 
     Parameters
     ----------
@@ -89,6 +93,11 @@ def setup(scale: str, seed: int, *, torch_threads: int | None = None) -> np.rand
     torch_threads : int, optional
         If given, ``torch.set_num_threads(torch_threads)``; chapters run two at a
         time on two cores, so 1 is a good value for small models.
+    device : {"auto", "cpu", "cuda"}
+        The chapter's ``device`` parameter (:func:`icml26._common.resolve_device`): on
+        CUDA, torch's default device is set so that the chapter's tensors are made
+        there, and the claim records go to a folder of their own (``device-cuda/``), so
+        that a GPU run never overwrites the CPU records the book shows.
 
     Returns
     -------
@@ -96,7 +105,16 @@ def setup(scale: str, seed: int, *, torch_threads: int | None = None) -> np.rand
         A generator seeded with ``seed``.
     """
     check_scale(scale)
+    from .._common import resolve_device
+
+    global DEVICE
+    DEVICE = resolve_device(device)
+    os.environ["ICML26_DEVICE"] = DEVICE
     rng = seed_everything(seed)
+    if DEVICE != "cpu":
+        import torch
+
+        torch.set_default_device(DEVICE)
     import warnings
 
     # tqdm.auto, imported by some libraries, says once that ipywidgets is missing; the
@@ -796,11 +814,15 @@ def records_dir(chapter: str, scale: str, seed: int) -> Path:
     Under ``python -m icml26 run`` (``$ICML26_RUN_KEY`` set) it is
     ``results_dir()/<scale>/<chapter>``, the folder the scorecard reads. Any other run
     (papermill or Jupyter by hand) writes to ``results_dir()/manual/<scale>/seed-<seed>/<chapter>``,
-    so that it never overwrites, nor mixes with, the records of the runner's runs.
+    so that it never overwrites, nor mixes with, the records of the runner's runs. A run
+    on a device other than the CPU (``$ICML26_DEVICE``, set by :func:`setup`) writes
+    under ``results_dir()/device-<device>/`` instead, apart from the CPU records the book shows.
     """
+    device = os.environ.get("ICML26_DEVICE", "cpu")
+    base = results_dir() if device == "cpu" else results_dir() / f"device-{device}"
     if os.environ.get("ICML26_RUN_KEY"):
-        return results_dir() / scale / chapter
-    return results_dir() / "manual" / scale / f"seed-{check_seed(seed)}" / chapter
+        return base / scale / chapter
+    return base / "manual" / scale / f"seed-{check_seed(seed)}" / chapter
 
 
 def record_claims(
@@ -843,6 +865,7 @@ def record_claims(
         "seed": check_seed(seed),
         "run_key": os.environ.get("ICML26_RUN_KEY", ""),
         "python": platform.python_version(),
+        "device": os.environ.get("ICML26_DEVICE", "cpu"),
         "claims": [asdict(c) for c in claims],
         "extra": dict(extra or {}),
     }

@@ -1,0 +1,60 @@
+"""The device helper: ``auto`` is the CPU here, ``cuda`` without a GPU is a clear error, GPU records stay apart."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from icml26._common import DEVICES, resolve_device
+from icml26.book import chapter
+
+ROOT = Path(__file__).resolve().parents[1]
+TORCH_CHAPTERS = sorted(p for p in (ROOT / "book").glob("*/*.md") if re.search(r"^\s*import torch|^from icml26 import .*", p.read_text(), re.M)
+                        and "import torch" in p.read_text())
+
+
+def test_auto_and_cpu_resolve_to_the_cpu_without_a_gpu():
+    import torch
+
+    if torch.cuda.is_available():  # pragma: no cover - the reference machine has no GPU
+        pytest.skip("a GPU is present")
+    assert resolve_device("auto") == "cpu" and resolve_device("cpu") == "cpu"
+    with pytest.raises(ValueError, match=r"device='cuda' was asked for, but torch sees no CUDA GPU"):
+        resolve_device("cuda")
+
+
+@pytest.mark.parametrize("bad", ["tpu", "CUDA", "", None, 0])
+def test_bad_device_names_are_refused(bad):
+    with pytest.raises(ValueError, match="is not a device; use one of 'auto', 'cpu', 'cuda'"):
+        resolve_device(bad)
+    assert DEVICES == ("auto", "cpu", "cuda")
+
+
+def test_setup_records_the_device_and_keeps_gpu_records_apart(tmp_path, monkeypatch):
+    monkeypatch.setenv("ICML26_RESULTS_DIR", str(tmp_path))
+    monkeypatch.setenv("ICML26_RUN_KEY", "k")
+    chapter.setup("ci", 0, device="auto")
+    assert chapter.DEVICE == "cpu" and chapter.records_dir("99-x", "ci", 0) == tmp_path / "ci" / "99-x"
+    monkeypatch.setenv("ICML26_DEVICE", "cuda")  # as setup sets it on a GPU machine
+    assert chapter.records_dir("99-x", "ci", 0) == tmp_path / "device-cuda" / "ci" / "99-x"
+    monkeypatch.setenv("ICML26_DEVICE", "cpu")
+
+
+def test_every_torch_chapter_takes_a_device_parameter():
+    assert TORCH_CHAPTERS, "no torch chapter found"
+    for path in TORCH_CHAPTERS:
+        text = path.read_text()
+        params = text.split(":tags: [parameters]", 1)[1].split("```", 1)[0]
+        assert re.search(r'^device = "auto"', params, re.M), f"{path.parent.name}: no device = \"auto\" in its parameters cell"
+        assert re.search(r"chapter\.setup\([^)]*device=device", text), f"{path.parent.name}: setup does not get the device"
+
+
+def test_no_hard_coded_cpu_in_the_library_or_chapters():
+    hits = []
+    for path in [*(ROOT / "src" / "icml26").rglob("*.py"), *(ROOT / "book").glob("*/*.md")]:
+        if path.name == "_common.py" or "book" in path.relative_to(ROOT).parts[:3] and path.suffix == ".py":
+            continue
+        for i, line in enumerate(path.read_text().splitlines(), 1):
+            if re.search(r"""(device\s*=\s*|torch\.device\(|\.to\()\s*['"]cpu['"]""", line):
+                hits.append(f"{path.relative_to(ROOT)}:{i}: {line.strip()}")
+    assert hits == [], "tensors pinned to the CPU instead of the chapter's device:\n  " + "\n  ".join(hits)
