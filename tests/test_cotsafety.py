@@ -214,3 +214,29 @@ def test_angle_gap_identical_groups_have_zero_nn_angle(data):
     t = ts.texts[0]
     g = C.layer_angle_gap(m, tok, [t, t], [t], n_pairs=5, width=1, random_state=0)
     assert np.allclose(g.theta_nn, 0, atol=1e-4) and np.all(g.gap == 0) and np.all(g.cos_gap == 0)
+
+
+def test_head_metrics_find_a_difference_planted_at_a_known_head(data):
+    # the same texts through two models that differ in one head only (its queries scaled by 5, i.e. its attention
+    # sharpened; in the last layer, so nothing downstream moves): the metric gaps and the key heads sit at that head
+    import copy
+
+    ts, tok = data
+    L, H, E = 3, 4, 32
+    a_model = tiny(n_layer=L, n_head=H, n_embd=E, vocab=len(tok), seed=1)
+    b_model = copy.deepcopy(a_model)
+    planted = (L - 1, 2)
+    d = E // H
+    with torch.no_grad():
+        attn = b_model.transformer.h[planted[0]].attn.c_attn
+        attn.weight[:, planted[1] * d:(planted[1] + 1) * d] *= 5.0  # the query block of that head
+        attn.bias[planted[1] * d:(planted[1] + 1) * d] *= 5.0
+    safe, _ = ts.split()
+    kw = dict(size=8, query_from=KW["request_len"] + 2, random_state=0)
+    a = C.attention_head_metrics(a_model, tok, safe[:4], list(range(L)), **kw)
+    b = C.attention_head_metrics(b_model, tok, safe[:4], list(range(L)), **kw)
+    gap = np.abs(a.b1.mean(0) - b.b1.mean(0))  # (layers, heads)
+    assert np.unravel_index(np.argmax(gap), gap.shape) == planted and gap[planted] > 1e-5
+    assert np.delete(gap.ravel(), planted[0] * H + planted[1]).max() < 1e-9  # every other head untouched
+    keys = C.key_heads(a, b)
+    assert keys["B1"] == [planted] and planted in keys["union"]
