@@ -195,3 +195,61 @@ def test_public_callables_have_numpydoc_sections():
     assert undocumented("icml26.fwdedit") == []
     for mod in ("lab", "facts", "tokenizer"):
         assert undocumented(f"icml26.tinylm.{mod}") == []
+
+
+def test_lambda_zero_multilayer_oracle(lm):
+    """λ = 0, one request, bare prompt: FE leaves zero residual at every edited layer; MEMIT lands on its anchor."""
+    model, tok = lm
+    layers = list(range(model.config.n_layer - 1))
+    covs = _covs(model, tok, layers)
+    cfg = fe.EditConfig(lam=0.0, steps=4, prefixes=())
+    fwd = fe.edit(model, tok, REQS[:1], layers, "fe", cfg, covs)
+    assert fwd.residual.shape == (1, len(layers)) and fwd.residual.max() < 1e-3
+    memit = fe.edit(model, tok, REQS[:1], layers, "memit", cfg, covs)
+    assert memit.residual[0, -1] < 1e-3
+    z, _ = fe.optimise_anchor(model, tok, REQS[0], layers[-1], cfg)
+    _, h = fe._keys_and_hidden(memit.model, tok, fe._requests(REQS[:1])[0], layers[-1], (), layers[-1])
+    assert torch.allclose(h, z, atol=1e-3)
+
+
+def test_keys_weight_the_bare_prompt_half(lm):
+    """MEMIT's compute_ks: the bare prompt weighs ½ and the mean over the prefixed prompts ½."""
+    model, tok = lm
+    r = fe._requests(REQS[:1])[0]
+    k_all, _ = fe._keys_and_hidden(model, tok, r, 1, ("ra", "pu fo", "ra pu"), 1)
+    k_bare, _ = fe._keys_and_hidden(model, tok, r, 1, (), 1)
+    k_pre = torch.stack([fe._keys_and_hidden(model, tok, r, 1, (p,), 1)[0] * 2 - k_bare for p in ("ra", "pu fo", "ra pu")])
+    assert torch.allclose(k_all, 0.5 * k_bare + 0.5 * k_pre.mean(0), atol=1e-5)
+    assert not torch.allclose(k_all, (k_bare + k_pre.sum(0)) / 4, atol=1e-4)
+
+
+_PIPELINE = """
+import hashlib, sys, torch
+sys.path.insert(0, {here!r})
+import test_fwdedit as t
+from icml26 import fwdedit as fe
+model, tok = t._model("small")
+layers = [0, 1]
+covs = t._covs(model, tok, layers)
+out = []
+for m in fe.METHODS:
+    res = fe.edit(model, tok, t.REQS, layers, m, fe.EditConfig(lam=5.0, steps=4, prefixes=("ra",)), covs)
+    w = torch.cat([p.weight.detach().flatten() for p in fe.mlp_projections(res.model)])
+    out.append(hashlib.sha256(w.numpy().tobytes()).hexdigest() + ":" + repr(res.residual.round(12).tolist()))
+print("|".join(out))
+"""
+
+
+def test_editing_pipeline_is_identical_in_two_processes():
+    """The chapter's editing pipeline gives bit-identical edits in two fresh processes (no unseeded state)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    here = str(Path(__file__).parent)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]))
+    code = _PIPELINE.format(here=here)
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300, check=True).stdout
+            for _ in range(2)]
+    assert runs[0].strip() and runs[0] == runs[1]

@@ -311,7 +311,7 @@ class EditConfig:
     weight_decay : float
         Weight of ‖δ‖ / ‖h‖².
     prefixes : tuple of str
-        Context prefixes prepended to the edit prompt (keys are averaged over them).
+        Context prefixes prepended to the edit prompt (the key is ½ the bare prompt's + ½ the mean over them, as MEMIT).
     essence : str
         Essence prompt template (``"{}"`` = subject) for the KL term.
 
@@ -374,8 +374,9 @@ def _contexts(tok, r, prefixes):
 def optimise_anchor(model, tok, request, layer: int, cfg: EditConfig, random_state: RandomState = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """Optimise ``δ`` added to block ``layer``'s output at the last subject token.
 
-    Minimises ``−mean_j log P(o* | prefix_j ⊕ prompt; h + δ) + β_KL KL(essence) +
-    β_wd ‖δ‖/‖h‖²`` with Adam, ``‖δ‖ ≤ clamp ‖h‖``, early stop at loss < 0.05.
+    Minimises ``−mean_j log P(o* | prefix_j ⊕ prompt; h + δ) + β_KL KL(P_δ ‖ P_0 on the essence) +
+    β_wd ‖δ‖/‖h‖²`` with Adam, ``‖δ‖ ≤ clamp ‖h‖``, early stop when the total loss is below 0.05
+    (MEMIT's ``compute_z``).
 
     Parameters
     ----------
@@ -421,9 +422,9 @@ def optimise_anchor(model, tok, request, layer: int, cfg: EditConfig, random_sta
             lp = torch.log_softmax(logits[torch.arange(len(seqs)), torch.tensor(last)], -1)  # (P, V)
             nll = -lp[:, tgt].mean()
             pe = torch.log_softmax(logits[-1, len(ess_ids) - 1], -1)
-            kl = torch.sum(p0.exp() * (p0 - pe))
+            kl = torch.sum(pe.exp() * (pe - p0))  # KL(P_delta || P_0), as MEMIT's compute_z
             loss = nll + cfg.kl_weight * kl + cfg.weight_decay * delta.norm() / hn**2
-            if float(nll.detach()) < 0.05:
+            if float(loss.detach()) < 0.05:  # MEMIT stops on the total loss
                 break
             opt.zero_grad()
             loss.backward()
@@ -439,12 +440,14 @@ def optimise_anchor(model, tok, request, layer: int, cfg: EditConfig, random_sta
 
 
 def _keys_and_hidden(model, tok, r, layer, prefixes, read_layer):
-    """Mean key at ``layer`` over contexts, and the hidden state of ``read_layer`` at the bare prompt."""
+    """Key at ``layer`` (bare prompt ½, mean of the prefixed prompts ½), and the hidden state of ``read_layer`` at the bare prompt."""
     seqs, spos = _contexts(tok, r, prefixes)
     with torch.no_grad():
         _, (k, hh) = _run(model, tok, seqs, spos, [(mlp_projections(model)[layer], "input", None, None),
                                                    (_blocks(model)[read_layer], "output", None, None)])
-    return k.mean(0), hh[0]
+    # MEMIT's compute_ks: the bare prompt weighs 1/2 and the mean over the prefixed prompts 1/2
+    kk = k[0] if k.shape[0] == 1 else 0.5 * k[0] + 0.5 * k[1:].mean(0)
+    return kk, hh[0]
 
 
 # --------------------------------------------------------------------------- the editors
