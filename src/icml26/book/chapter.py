@@ -256,7 +256,7 @@ def verdict_reason(checks: Mapping[str, Any], *, guards: Mapping[str, Any] | Non
         if outcome_of(v) == "inconclusive":
             need = v.stats.get("n_needed") if isinstance(v, Decision) else None
             n = v.stats.get("n") if isinstance(v, Decision) else None
-            undecided.append(f"'{k}'" + (f" (n = {n}; about {need} replicates would decide it)" if need else ""))
+            undecided.append(f"'{k}'" + (f" (n = {n}; about {need} replicates in all would decide it)" if need else ""))
     if undecided:
         parts.append("undecided: " + ", ".join(undecided))
     lowered = [k for k, v in (guards or {}).items() if outcome_of(v) == "contradicts"]
@@ -516,7 +516,7 @@ def paired_effect(
         f"smallest effect {smallest_effect:g}{unit}: {st['outcome']}"
     )
     if st["outcome"] == "inconclusive" and st["n_needed"]:
-        detail += f", about {st['n_needed']} replicates would decide it"
+        detail += f", about {st['n_needed']} replicates in all would decide it"
     if st["smaller_than_paper"]:
         detail += f"; smaller than the paper's {paper_effect:g}{unit}"
     return Decision(st["outcome"] == "supports", rule, detail, st, outcome=st["outcome"])

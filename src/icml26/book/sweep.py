@@ -435,7 +435,7 @@ def _pool_records(recs: Sequence[dict], alpha: float):
             detail = (f"pooled effect {st['effect']:+.3g} [{st['ci_low']:+.3g}, {st['ci_high']:+.3g}] over {st['n']} "
                       f"replicates of {st['seeds']} seeds; smallest effect {st['smallest_effect']:g}: {outcome}")
             if outcome == "inconclusive" and st.get("n_needed"):
-                detail += f", about {st['n_needed']} replicates would decide it"
+                detail += f", about {st['n_needed']} replicates in all would decide it"
         else:  # a noisy check without a smallest effect (non-paper kinds): it can support, never contradict
             d = evidence.pooled_diffs(stats)
             margin = float(stats[0].get("margin", 0.0) or 0.0)
