@@ -62,6 +62,45 @@ def test_ties_matches_direct_implementation():
     np.testing.assert_allclose(ref.numpy(), want, atol=1e-12)
 
 
+def test_authors_ties_is_per_tensor_direct_ties_scaled_by_0_3():
+    """The authors' TIES (merge_pair's): the direct three steps within each tensor, times 0.3."""
+    rng = np.random.default_rng(3)
+    base = {k: torch.from_numpy(rng.normal(size=s)) for k, s in SHAPES.items()}
+    tvs = _tvs(rng, SHAPES, 2)
+    merged = mg.merge_pair("ties", base, tvs)
+    assert mg.TIES_AUTHORS == {"density": 0.2, "lam": 0.3, "per_tensor": True}
+    for k in SHAPES:
+        want = 0.3 * ties_direct([tv[k].numpy().ravel() for tv in tvs], 0.2)
+        np.testing.assert_allclose((merged[k] - base[k]).numpy().ravel(), want, atol=1e-12)
+    # and it differs from the global trim on these vectors
+    glob = mg.merge_ties(base, tvs, density=0.2, lam=0.3)
+    assert not all(torch.allclose(glob[k], merged[k]) for k in SHAPES)
+
+
+def test_authors_task_arithmetic_alpha_is_a_direct_sum():
+    """Task arithmetic at the authors' fixed alpha = 0.3 is theta_0 + 0.3 (tau_a + tau_b)."""
+    rng = np.random.default_rng(4)
+    base = {k: torch.from_numpy(rng.normal(size=s)) for k, s in SHAPES.items()}
+    tvs = _tvs(rng, SHAPES, 2)
+    merged = mg.merge_pair("arithmetic", base, tvs, alpha=0.3)
+    for k in SHAPES:
+        np.testing.assert_allclose(merged[k].numpy(), (base[k] + 0.3 * (tvs[0][k] + tvs[1][k])).numpy(), atol=1e-12)
+
+
+def test_loto_tol_is_used():
+    """loto_mergeability takes the authors' fitting settings (tol 1e-5, patience 100, 2000 steps) and rejects a negative tol."""
+    rng = np.random.default_rng(5)
+    pairs = mg.task_pairs(5)
+    M = rng.normal(size=(len(pairs), 3))
+    y = M @ np.array([1.0, -0.5, 0.0]) + 0.3 * rng.normal(size=len(pairs))
+    a = mg.loto_mergeability(M, y, pairs, lam=0.1, random_state=0, **mg.LOTO_AUTHORS)
+    b = mg.loto_mergeability(M, y, pairs, lam=0.1, random_state=0)
+    assert mg.LOTO_AUTHORS == {"max_steps": 2000, "patience": 100, "tol": 1e-5}
+    assert a.coef.shape == b.coef.shape and np.all(np.isfinite(a.coef))
+    with pytest.raises(ValueError):
+        mg.loto_mergeability(M, y, pairs, tol=-1.0)
+
+
 def test_ties_lambda_scales_and_all_agreeing_signs_give_mean():
     base = {"w": torch.zeros(2, 2)}
     tvs = [{"w": torch.tensor([[1.0, 2.0], [3.0, 4.0]])}, {"w": torch.tensor([[3.0, 2.0], [1.0, 4.0]])}]

@@ -34,10 +34,12 @@ from ._common import RandomState, check_int, check_random_state, check_real, see
 __all__ = [
     "DEFAULT_TASKS",
     "LABEL_MAPS",
+    "LOTO_AUTHORS",
     "MERGE_METHODS",
     "METRIC_FAMILIES",
     "METRIC_NAMES",
     "TASK_TRANSFORMS",
+    "TIES_AUTHORS",
     "DigitTasks",
     "FineTuned",
     "LotoResult",
@@ -552,12 +554,15 @@ def merge_task_arithmetic(base, task_vectors, alpha: float) -> dict[str, torch.T
     return _unflat(task_arithmetic(flat, w), base)
 
 
-def merge_ties(base, task_vectors, *, density: float = 0.2, lam: float = 1.0) -> dict[str, torch.Tensor]:
-    """TIES-Merging via ``peft.utils.merge_utils.ties`` on the whole flattened task vectors.
+def merge_ties(base, task_vectors, *, density: float = 0.2, lam: float = 1.0, per_tensor: bool = False) -> dict[str, torch.Tensor]:
+    """TIES-Merging via ``peft.utils.merge_utils.ties``, on the flattened task vectors or per tensor.
 
-    Trim each tau_t to its top ``density`` fraction by magnitude (over all parameters),
-    elect the sign of the summed trimmed values per entry, average the entries that agree
-    with it (disjoint mean), and add ``lam`` times the result to theta_0.
+    Trim each tau_t to its top ``density`` fraction by magnitude (over all parameters, or
+    within each tensor when ``per_tensor``), elect the sign of the summed trimmed values per
+    entry, average the entries that agree with it (disjoint mean), and add ``lam`` times the
+    result to theta_0. The authors' Mergeability-Bench trims per tensor and scales by 0.3
+    (:data:`TIES_AUTHORS`, used by :func:`merge_pair`); the TIES paper's description trims
+    the whole vector.
 
     Parameters
     ----------
@@ -567,6 +572,9 @@ def merge_ties(base, task_vectors, *, density: float = 0.2, lam: float = 1.0) ->
         Fraction kept, in (0, 1] (the paper's k = 20 %).
     lam : float
         Final scaling (> 0).
+    per_tensor : bool
+        Trim and elect within each parameter tensor (the authors' code) rather than over
+        the flattened vector.
 
     Returns
     -------
@@ -581,10 +589,23 @@ def merge_ties(base, task_vectors, *, density: float = 0.2, lam: float = 1.0) ->
     _check_vectors(base, task_vectors)
     density = check_real(density, "density", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     lam = check_real(lam, "lam", lo=0.0, lo_open=True)
+    if not isinstance(per_tensor, (bool, np.bool_)):
+        raise TypeError(f"per_tensor={per_tensor!r} must be a bool")
+    if per_tensor:
+        out = {}
+        for k, b in base.items():
+            vs = [tv[k].reshape(-1) for tv in task_vectors]
+            m = ties(vs, torch.ones(len(vs), dtype=vs[0].dtype), density=density, majority_sign_method="total")
+            out[k] = b + lam * m.reshape(b.shape)
+        return out
     keys = list(base)
     flat = [_flat(tv, keys) for tv in task_vectors]
     merged = ties(flat, torch.ones(len(flat), dtype=flat[0].dtype), density=density, majority_sign_method="total")
     return _unflat(lam * merged, base)
+
+
+TIES_AUTHORS: dict = {"density": 0.2, "lam": 0.3, "per_tensor": True}
+"""TIES as the authors run it: top 20 % per tensor (``ties_merger.py``), scaled by 0.3 (``conf/merger/ties.yaml``)."""
 
 
 def merge_dare(base, task_vectors, *, drop: float = 0.9, scale: float = 1.0, random_state: RandomState = 0) -> dict[str, torch.Tensor]:
@@ -684,7 +705,7 @@ def merge_tsv(base, task_vectors, *, alpha: float = 1.0) -> dict[str, torch.Tens
 
 
 def merge_pair(method: str, base, task_vectors, *, alpha: float = 1.0, random_state: RandomState = 0):
-    """Dispatch to one of :data:`MERGE_METHODS` with the paper's settings.
+    """Dispatch to one of :data:`MERGE_METHODS` with the paper's settings (TIES: :data:`TIES_AUTHORS`).
 
     ``alpha`` is used by ``"arithmetic"`` only; ``random_state`` by ``"dare"`` only.
     """
@@ -693,7 +714,7 @@ def merge_pair(method: str, base, task_vectors, *, alpha: float = 1.0, random_st
     if method == "arithmetic":
         return merge_task_arithmetic(base, task_vectors, alpha)
     if method == "ties":
-        return merge_ties(base, task_vectors)
+        return merge_ties(base, task_vectors, **TIES_AUTHORS)
     if method == "dare":
         return merge_dare(base, task_vectors, random_state=random_state)
     if method == "tsv":
@@ -1233,6 +1254,10 @@ class LotoResult:
         return (self.coef != 0).mean(0)
 
 
+LOTO_AUTHORS: dict = {"max_steps": 2000, "patience": 100, "tol": 1e-5}
+"""The fitting settings of the authors' published run (``scripts/linear_optimization_loto_l1.py``)."""
+
+
 def loto_mergeability(
     M,
     y,
@@ -1244,6 +1269,7 @@ def loto_mergeability(
     patience: int = 50,
     objective: str = "pearson",
     random_state: RandomState = 0,
+    tol: float = 1e-4,
 ) -> LotoResult:
     """Fit :func:`fit_pearson_l1` leave-one-task-out, all folds at once.
 
@@ -1263,6 +1289,9 @@ def loto_mergeability(
     lam, lr, max_steps, patience, objective
         As in :func:`fit_pearson_l1`.
     random_state : int, Generator or None
+    tol : float
+        Improvement that resets the patience counter (the authors' published run:
+        ``max_steps=2000, patience=100, tol=1e-5``, :data:`LOTO_AUTHORS`).
 
     Returns
     -------
@@ -1291,7 +1320,8 @@ def loto_mergeability(
         Xs.append(_minmax(Mt[torch.from_numpy(tr)], Mt)[1])
     Xf = torch.stack(Xs)  # (F, P, d): all pairs scaled with each fold's training statistics
     mtr = torch.from_numpy(np.stack(train_masks)).double()
-    coef = _fit_batched(Xf, yt, mtr, lam, lr, max_steps, patience, 1e-4, 0.1, torch_generator(random_state), objective)
+    tol = check_real(tol, "tol", lo=0.0)
+    coef = _fit_batched(Xf, yt, mtr, lam, lr, max_steps, patience, tol, 0.1, torch_generator(random_state), objective)
     preds = torch.einsum("fnd,fd->fn", Xf, coef).numpy()
     fold_r, train_r, pv, tv = [], [], [], []
     for f in range(len(tasks)):
