@@ -9,8 +9,27 @@ from icml26._common import DEVICES, resolve_device
 from icml26.book import chapter
 
 ROOT = Path(__file__).resolve().parents[1]
-TORCH_CHAPTERS = sorted(p for p in (ROOT / "book").glob("*/*.md") if re.search(r"^\s*import torch|^from icml26 import .*", p.read_text(), re.M)
-                        and "import torch" in p.read_text())
+
+
+def _uses_torch(module: str) -> bool:
+    base = ROOT / "src" / "icml26" / module
+    files = list(base.rglob("*.py")) if base.is_dir() else [base.with_suffix(".py")]
+    return any(f.exists() and "import torch" in f.read_text() for f in files)
+
+
+def _torch_chapters() -> list[Path]:
+    """Chapters that import torch themselves or a library module of icml26 that does."""
+    out = []
+    for p in sorted((ROOT / "book").glob("[0-9][0-9]-*/*.md")):
+        text = p.read_text()
+        mods = set(re.findall(r"from icml26 import ([a-z_]+)", text)) | set(re.findall(r"from icml26\.([a-z_]+)", text))
+        mods.discard("book")
+        if "import torch" in text or any(_uses_torch(m) for m in mods):
+            out.append(p)
+    return out
+
+
+TORCH_CHAPTERS = _torch_chapters()
 
 
 def test_auto_and_cpu_resolve_to_the_cpu_without_a_gpu():
