@@ -77,3 +77,21 @@ def test_no_hard_coded_cpu_in_the_library_or_chapters():
             if re.search(r"""(device\s*=\s*|torch\.device\(|\.to\()\s*['"]cpu['"]""", line):
                 hits.append(f"{path.relative_to(ROOT)}:{i}: {line.strip()}")
     assert hits == [], "tensors pinned to the CPU instead of the chapter's device:\n  " + "\n  ".join(hits)
+
+
+def test_a_torch_chapter_fails_clearly_for_cuda_without_a_gpu(tmp_path, monkeypatch):
+    import jupytext
+    import papermill
+    import torch
+    from papermill.exceptions import PapermillExecutionError
+
+    if torch.cuda.is_available():  # pragma: no cover
+        pytest.skip("a GPU is present")
+    monkeypatch.setenv("ICML26_RESULTS_DIR", str(tmp_path / "results"))
+    path = next(p for p in TORCH_CHAPTERS if p.parent.name.startswith("14"))
+    nb = jupytext.read(path)
+    with pytest.raises(PapermillExecutionError) as exc:
+        papermill.execute_notebook(nb, str(tmp_path / "out.ipynb"), parameters={"scale": "ci", "seed": 0, "device": "cuda"},
+                                   cwd=str(path.parent), kernel_name="python3", progress_bar=False)
+    assert exc.value.ename == "ValueError" and "device='cuda' was asked for, but torch sees no CUDA GPU" in exc.value.evalue
+    assert not (tmp_path / "results").exists()  # it stopped before recording anything
