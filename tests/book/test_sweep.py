@@ -165,3 +165,40 @@ def test_until_decided_stops_once_the_claims_are_decided(toy):
     assert out["looks"] == 3 and [r["seeds"] for r in out["rounds"]] == [[0]] and out["undecided"] == {}
     assert json.loads((toy.build_dir / "sweep" / "ci" / "looks.json").read_text())["max_looks"] == 3
     assert sw.planned_looks(toy, "ci") == 3
+
+
+def test_a_worker_with_another_library_is_refused(toy, tmp_path):
+    """A worker whose icml26 differs from the client's never has its result stored."""
+    import os
+    import shutil
+
+    from icml26.book.runner import installed_src
+
+    copy = tmp_path / "worker-src"
+    shutil.copytree(installed_src() / "icml26", copy / "icml26", ignore=shutil.ignore_patterns("__pycache__"))
+    init = copy / "icml26" / "bcp" / "__init__.py"
+    init.write_text(init.read_text() + "\n# edited on the worker\n")
+    sched_file = tmp_path / "scheduler.json"
+    dask = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
+    procs = []
+    try:
+        procs.append(subprocess.Popen(dask + ["--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file", str(sched_file)],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        deadline = time.time() + 60
+        while not sched_file.exists() and time.time() < deadline:
+            time.sleep(0.2)
+        address = json.loads(sched_file.read_text())["address"]
+        env = {**os.environ, "PYTHONPATH": str(copy)}
+        procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--host", "127.0.0.1",
+                                       "--nthreads", "1", "--no-dashboard", "--local-directory", str(tmp_path / "w")],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env))
+        records = sw.sweep(toy, toy.select(["01"]), [3], "ci", scheduler=address, progress=False)
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in procs:
+            p.wait(timeout=30)
+    (rec,) = records
+    assert rec.status == "failed" and rec.error["ename"] == "LibraryMismatch"
+    assert "icml26/bcp/__init__.py (changed)" in rec.error["evalue"] and "differs from the client's" in rec.error["evalue"]
+    assert "01-toy" not in sw.load_sweep_claims(toy, "ci")  # nothing counted

@@ -218,6 +218,13 @@ class Book:
                 files.append(self.root / name)
         return files
 
+    def library_modules(self, chapter: Chapter) -> list[str]:
+        """The ``icml26`` modules a chapter's notebooks import, with the notebook runtime (the closure's roots)."""
+        roots: set[str] = set(RUNTIME_MODULES)
+        for nb in chapter.notebooks:
+            roots |= _notebook_imports(nb)
+        return sorted(roots)
+
     def cache_key(self, chapter: Chapter, scale: str, seed: int, params: dict | None = None) -> str:
         """SHA-256 over :meth:`key_inputs` (paths and contents) and the parameters."""
         h = hashlib.sha256()
@@ -666,6 +673,58 @@ def module_closure(src: Path, modules: Iterable[str]) -> list[Path]:
                 if (f.parent / script).is_file():
                     seen[f"{sub}:{script}"] = f.parent / script
     return sorted(set(seen.values()))
+
+
+def installed_src() -> Path:
+    """The folder that holds the ``icml26`` package this interpreter imports (``src/`` for an editable install)."""
+    import icml26
+
+    return Path(icml26.__file__).resolve().parents[1]
+
+
+def library_files(modules: Iterable[str], src: Path | None = None) -> dict[str, str]:
+    """Relative path → SHA-256 of every source file in the closure of ``modules`` (:func:`module_closure`).
+
+    ``src`` defaults to :func:`installed_src`: the library this interpreter really runs,
+    which is what a Dask worker executes a chapter with.
+    """
+    src = installed_src() if src is None else src
+    return {p.relative_to(src).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in module_closure(src, modules)}
+
+
+def fingerprint(files: dict[str, str]) -> str:
+    """A short fingerprint of :func:`library_files` (order-free)."""
+    h = hashlib.sha256()
+    for k in sorted(files):
+        h.update(f"{k}\0{files[k]}\0".encode())
+    return h.hexdigest()[:16]
+
+
+def library_diff(client: dict[str, str], worker: dict[str, str]) -> list[str]:
+    """The files that differ between two :func:`library_files` maps, each with how (``changed``, ``missing``, ``extra``)."""
+    out = [f"{k} (changed)" for k in sorted(set(client) & set(worker)) if client[k] != worker[k]]
+    out += [f"{k} (missing on the worker)" for k in sorted(set(client) - set(worker))]
+    out += [f"{k} (only on the worker)" for k in sorted(set(worker) - set(client))]
+    return out
+
+
+def pinned_versions(root: Path) -> dict[str, str]:
+    """Installed versions of the packages ``requirements.txt`` pins (``name==version`` lines), by name."""
+    import importlib.metadata as md
+
+    out: dict[str, str] = {}
+    req = root / "requirements.txt"
+    if not req.is_file():
+        return out
+    for line in req.read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if "==" in line:
+            name = re.split(r"[\[=<>; ]", line, maxsplit=1)[0].strip()
+            try:
+                out[name] = md.version(name)
+            except md.PackageNotFoundError:
+                out[name] = "not installed"
+    return out
 
 
 def kernel_manager_with_env(extra_env: dict[str, str], registry: KernelRegistry | None = None):

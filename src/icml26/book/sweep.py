@@ -28,7 +28,16 @@ from pathlib import Path
 from typing import Any
 
 from .chapter import check_scale, check_seed
-from .runner import Book, Chapter, _source_cell_number, kernel_manager_with_env
+from .runner import (
+    Book,
+    Chapter,
+    _source_cell_number,
+    fingerprint,
+    kernel_manager_with_env,
+    library_diff,
+    library_files,
+    pinned_versions,
+)
 
 SWEEP_DIR = "sweep"
 
@@ -131,7 +140,43 @@ def make_payload(book: Book, chapter: Chapter, scale: str, seed: int, params: di
         "key": key,
         "notebooks": [(nb.name, nb.read_text(encoding="utf-8")) for nb in chapter.notebooks],
         "data": data,
+        "library": {"modules": book.library_modules(chapter), "files": library_files(book.library_modules(chapter)),
+                    "pins": pinned_versions(book.root)},
     }
+
+
+def check_library(payload: dict) -> tuple[str, str | None]:
+    """This interpreter's library fingerprint for ``payload``'s modules, and why it may not run the task (or ``None``).
+
+    The client sends the hashes of the library closure it runs (module sources) and its
+    pinned package versions; a worker whose ``icml26`` or pins differ must not execute
+    the task, since its records would be stored under the client's cache key.
+    """
+    lib = payload.get("library")
+    if not lib:
+        return "", None
+    mine = library_files(lib["modules"])
+    fp_mine, fp_client = fingerprint(mine), fingerprint(lib["files"])
+    problems = library_diff(lib["files"], mine)
+    pins = pinned_versions_like(lib.get("pins", {}))
+    problems += [f"{name} {pins[name]} on the worker, {v} on the client" for name, v in sorted(lib.get("pins", {}).items()) if pins.get(name) != v]
+    if not problems:
+        return fp_mine, None
+    return fp_mine, (f"the worker's library (fingerprint {fp_mine}) differs from the client's ({fp_client}): "
+                     + "; ".join(problems[:8]) + (f"; and {len(problems) - 8} more" if len(problems) > 8 else ""))
+
+
+def pinned_versions_like(pins: dict[str, str]) -> dict[str, str]:
+    """This interpreter's installed versions of the packages named in ``pins``."""
+    import importlib.metadata as md
+
+    out = {}
+    for name in pins:
+        try:
+            out[name] = md.version(name)
+        except md.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
 
 
 def run_task(payload: dict) -> dict:
@@ -157,6 +202,10 @@ def run_task(payload: dict) -> dict:
     logging.getLogger("papermill").setLevel(logging.WARNING)
     out: dict[str, Any] = {"status": "ok", "error": None, "notebooks": {}, "records": {}, "worker": f"{platform.node()}:{os.getpid()}"}
     t0 = time.perf_counter()
+    out["library"], refusal = check_library(payload)
+    if refusal is not None:  # never execute with another library than the one the cache key names
+        out.update(status="failed", wall_s=0.0, error={"notebook": None, "cell": None, "ename": "LibraryMismatch", "evalue": refusal})
+        return out
     with tempfile.TemporaryDirectory(prefix="icml26-task-") as tmp:
         root = Path(tmp)
         chdir = root / "book" / payload["chapter"]
@@ -206,7 +255,18 @@ def run_task(payload: dict) -> dict:
 
 
 def store(book: Book, payload: dict, result: dict) -> SweepRecord:
-    """Write a finished task's outputs under ``_build/sweep/...`` (via a temporary folder, then a move)."""
+    """Write a finished task's outputs under ``_build/sweep/...`` (via a temporary folder, then a move).
+
+    A task whose worker reports another library fingerprint than the client's is stored
+    as failed (``LibraryMismatch``), never as a result: its records would not be the
+    client's library's.
+    """
+    lib = payload.get("library")
+    if lib and result.get("status") == "ok" and result.get("library") != fingerprint(lib["files"]):
+        result = {**result, "status": "failed", "notebooks": {}, "records": {}, "error": {
+            "notebook": None, "cell": None, "ename": "LibraryMismatch",
+            "evalue": f"the worker ran library {result.get('library') or '(unknown: an older worker)'}, the client has "
+                      f"{fingerprint(lib['files'])}; the result is not stored"}}
     dest = task_dir(book, payload["scale"], payload["seed"], payload["chapter"])
     tmp = dest.with_name(dest.name + ".tmp")
     if tmp.exists():
