@@ -36,13 +36,14 @@ $$
 
 scale = "ci"
 seed = 0
+extra = 0
 ```
 
 ```{code-cell} ipython3
 from icml26 import bcp  # noqa: F401  (the toy's cache key covers src/icml26/bcp.py)
 from icml26.book import chapter
 chapter.check_scale(scale)
-claims = [chapter.Claim(id="one", claim="one is one", kind="paper", paper="1", ours=str(1 + seed), checks={"equal": chapter.exact(1 + seed == 1, "arithmetic on the seed")})]
+claims = [chapter.Claim(id="one", claim="one is one", kind="paper", paper="1", ours=str(1 + seed + extra), checks={"equal": chapter.exact(1 + seed + extra == 1, "arithmetic on the seed")})]
 chapter.record_claims("01-toy", claims, scale=scale, seed=seed)
 ```
 """

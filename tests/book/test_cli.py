@@ -125,3 +125,20 @@ def test_a_log_file_gets_lines_not_progress_bars(toy):
     assert proc.returncode == 0, out
     assert "\r" not in out and "%|" not in out and "cell/s" not in out
     assert "01-toy" in out
+
+
+def test_run_takes_validated_parameters_into_the_key_and_the_record(toy):
+    import json
+
+    bad = _cli("run", "01", "--param", "n_seeds=5", root=toy.root)
+    assert bad.returncode == 2 and "chapter 01-toy has no parameter 'n_seeds'" in bad.stderr and "extra, scale, seed" in bad.stderr
+    ok = _cli("run", "01", "--param", "extra=2", root=toy.root)
+    assert ok.returncode == 0, ok.stderr
+    rec = json.loads((toy.build_dir / "executed" / "ci" / "01-toy" / "run.json").read_text())
+    assert rec["params"] == {"extra": 2}
+    claims = json.loads((toy.results_dir() / "ci" / "01-toy" / "main.json").read_text())["claims"]
+    assert claims[0]["ours"] == "3"  # the parameter reached the notebook
+    key_with = rec["key"]
+    assert toy.cache_key(toy.select(["01"])[0], "ci", 0) != key_with  # parameters enter the cache key
+    again = _cli("run", "01", "--param", "extra=2", root=toy.root)
+    assert "0 of 1 chapter(s)" in again.stderr or "to execute" not in again.stderr  # a cache hit

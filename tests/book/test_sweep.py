@@ -202,3 +202,17 @@ def test_a_worker_with_another_library_is_refused(toy, tmp_path):
     assert rec.status == "failed" and rec.error["ename"] == "LibraryMismatch"
     assert "icml26/bcp/__init__.py (changed)" in rec.error["evalue"] and "differs from the client's" in rec.error["evalue"]
     assert "01-toy" not in sw.load_sweep_claims(toy, "ci")  # nothing counted
+
+
+def test_sweep_params_are_checked_and_kept_apart(toy):
+    chapters = toy.select(["01"])
+    with pytest.raises(ValueError, match=r"chapter 01-toy has no parameter 'n_seeds'; its parameters cell defines extra, scale, seed"):
+        sw.check_params(toy, chapters, {"n_seeds": 5})
+    sw.check_params(toy, chapters, {"extra": 1})
+    default, other = sw.task_dir(toy, "ci", 0, "01-toy"), sw.task_dir(toy, "ci", 0, "01-toy", {"extra": 1})
+    assert default.name == "01-toy" and other.name.startswith("01-toy+") and other != sw.task_dir(toy, "ci", 0, "01-toy", {"extra": 2})
+    # a damaged record is ignored with a warning, never a crash
+    other.mkdir(parents=True)
+    (other / "run.json").write_text("{not json")
+    with pytest.warns(UserWarning, match="unreadable sweep record"):
+        assert sw.load_sweep_claims(toy, "ci") == {}

@@ -97,6 +97,8 @@ def make_parser() -> argparse.ArgumentParser:
     r.add_argument("--scale", type=_scale, default="ci", metavar="{" + ",".join(SCALES) + "}", help="ci: under a minute per chapter; full: the run the book renders (default: ci)")
     r.add_argument("--seed", type=_int_at_least(0, SEED_LIMIT), default=0, help="seed, 0 <= seed < 2**32 (default: 0)")
     r.add_argument("--jobs", "-j", type=_int_at_least(1), default=1, help="chapters executed at once, at most the number of CPU cores (default: 1)")
+    r.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                   help="a notebook parameter of the chapters' parameters cell (repeatable; checked against it; enters the cache key)")
     r.add_argument("--force", action="store_true", help="execute even if the cache is valid")
     r.add_argument("--no-progress", action="store_true", help="no progress bars")
 
@@ -217,6 +219,10 @@ def main(argv: list[str] | None = None) -> int:
 
         try:
             chapters = book.select(args.chapters)
+            from . import sweep as sw
+
+            params = sw.parse_params(args.param)
+            sw.check_params(book, chapters, params)
         except ValueError as exc:
             _err("run", str(exc))
             return 2
@@ -231,7 +237,8 @@ def main(argv: list[str] | None = None) -> int:
 
         t_run = time.perf_counter()
         try:
-            records = book.run(chapters, args.scale, args.seed, jobs=jobs, force=args.force, progress=_live_bars(args), say=say)
+            records = book.run(chapters, args.scale, args.seed, jobs=jobs, force=args.force, progress=_live_bars(args), say=say,
+                               params=params)
         except Interrupted as exc:
             print(f"python -m icml26 run: interrupted: {exc.summary()}", file=sys.stderr, flush=True)
             _exit_now_if_threads_linger(130)
@@ -308,6 +315,7 @@ def main(argv: list[str] | None = None) -> int:
                     raise ValueError("--budget applies only with --until-decided")
                 seeds = sw.parse_seeds(args.seeds)
             params = sw.parse_params(args.param)
+            sw.check_params(book, chapters, params)
         except ValueError as exc:
             _err("sweep", str(exc))
             return 2

@@ -67,6 +67,7 @@ class RunRecord:
     error: dict | None = None
     finished: str = ""
     cpus: int = 0  # CPU cores of the machine that ran it (0: not recorded)
+    params: dict = field(default_factory=dict)  # notebook parameters besides scale and seed (run --param)
 
     @classmethod
     def load(cls, path: Path) -> RunRecord:
@@ -188,7 +189,7 @@ class Book:
         if fail is not None:
             return "stale", f"the run of {fail.finished} failed ({fail.describe_error()}); results of {rec.finished} kept"
         try:
-            changed = self.cache_key(chapter, scale, rec.seed) != rec.key
+            changed = self.cache_key(chapter, scale, rec.seed, rec.params) != rec.key
         except (OSError, SyntaxError):  # pragma: no cover - a source being edited
             changed = False
         if changed:
@@ -237,9 +238,9 @@ class Book:
         return h.hexdigest()
 
     # -- execution -------------------------------------------------------------------------
-    def is_cached(self, chapter: Chapter, scale: str, seed: int, key: str | None = None) -> bool:
+    def is_cached(self, chapter: Chapter, scale: str, seed: int, key: str | None = None, params: dict | None = None) -> bool:
         """Whether the chapter's last good run has the cache key it would have now."""
-        key = key or self.cache_key(chapter, scale, seed)
+        key = key or self.cache_key(chapter, scale, seed, params)
         prev = self.record(scale, chapter)
         out_dir = self.executed_dir(scale, chapter)
         return (
@@ -260,25 +261,29 @@ class Book:
         position: int | None = None,
         progress: bool = True,
         kernels: KernelRegistry | None = None,
+        params: dict | None = None,
     ) -> RunRecord:
         """Execute one chapter (every notebook in order) unless its cache key is unchanged.
 
         The notebooks execute into a temporary folder and the claim records go to a
         temporary results folder; both replace the chapter's previous results only when
         every notebook ran through. ``kernels`` (shared by the chapters of one
-        :meth:`run`) lets Ctrl-C shut down the running kernels.
+        :meth:`run`) lets Ctrl-C shut down the running kernels. ``params`` are further
+        notebook parameters (``run --param``): they enter the cache key and the record.
         """
         check_scale(scale)
         seed = check_seed(seed)
         kernels = kernels or KernelRegistry()
-        key = self.cache_key(chapter, scale, seed)
+        params = dict(params or {})
+        key = self.cache_key(chapter, scale, seed, params)
         out_dir = self.executed_dir(scale, chapter)
         if not force and self.is_cached(chapter, scale, seed, key):
             prev = self.record(scale, chapter)
             assert prev is not None
             prev.status = "cached"
             return prev
-        record = RunRecord(chapter=chapter.id, scale=scale, seed=seed, status="ok", wall_s=0.0, key=key, cpus=os.cpu_count() or 0)
+        record = RunRecord(chapter=chapter.id, scale=scale, seed=seed, status="ok", wall_s=0.0, key=key, cpus=os.cpu_count() or 0,
+                           params=params)
         if kernels.cancelled:
             record.status = "interrupted"
             return record
@@ -307,7 +312,7 @@ class Book:
                     papermill.execute_notebook(
                         source,
                         str(out),
-                        parameters={"scale": scale, "seed": seed},
+                        parameters={**params, "scale": scale, "seed": seed},
                         cwd=str(chapter.path),
                         kernel_name="python3",
                         progress_bar=bar,
@@ -394,8 +399,11 @@ class Book:
         force: bool = False,
         progress: bool = True,
         say: Callable[[str], None] | None = None,
+        params: dict | None = None,
     ) -> list[RunRecord]:
         """Execute several chapters, ``jobs`` at a time; a failure does not stop the others.
+
+        ``params`` are further notebook parameters for every chapter (see :meth:`execute`).
 
         ``say`` receives one-line messages: the plan with an estimate of the time from the
         previous runs' wall times, then each chapter as it finishes with the time left.
@@ -419,7 +427,7 @@ class Book:
                 user_say(msg)
 
         chapters = list(chapters)
-        todo = [c for c in chapters if force or not self.is_cached(c, scale, seed)]
+        todo = [c for c in chapters if force or not self.is_cached(c, scale, seed, params=params)]
         expected = {c.id: self.expected_wall(c, scale) for c in todo}
         known = [w for w in expected.values() if w is not None]
         if todo:
@@ -433,7 +441,8 @@ class Book:
         overall = tqdm(total=len(chapters), desc=f"chapters ({scale})", unit="chapter", disable=not progress, position=0)
         pool = ThreadPoolExecutor(max_workers=jobs)
         futures = {
-            pool.submit(self.execute, ch, scale, seed, force=force, position=1 + (i % jobs), progress=progress, kernels=kernels): ch
+            pool.submit(self.execute, ch, scale, seed, force=force, position=1 + (i % jobs), progress=progress, kernels=kernels,
+                        params=params): ch
             for i, ch in enumerate(chapters)
         }
         left = dict(expected)
@@ -673,6 +682,26 @@ def module_closure(src: Path, modules: Iterable[str]) -> list[Path]:
                 if (f.parent / script).is_file():
                     seen[f"{sub}:{script}"] = f.parent / script
     return sorted(set(seen.values()))
+
+
+def chapter_parameters(chapter: Chapter) -> dict:
+    """The names and default values in the ``parameters`` cell of a chapter's first notebook (literal values only)."""
+    text = chapter.notebooks[0].read_text(encoding="utf-8")
+    m = re.search(r"^```\{code-cell\}[^\n]*\n:tags: \[[^\]]*parameters[^\]]*\]\n(.*?)^```", text, re.M | re.S)
+    out: dict = {}
+    if not m:
+        return out
+    try:
+        tree = ast.parse(m.group(1))
+    except SyntaxError:
+        return out
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                out[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                out[node.targets[0].id] = None
+    return out
 
 
 def installed_src() -> Path:

@@ -86,7 +86,7 @@ def parse_params(items: Sequence[str]) -> dict[str, Any]:
         if not sep or not key.isidentifier():
             raise ValueError(f"--param {item!r}: use key=value with a Python identifier as key")
         if key in ("scale", "seed"):
-            raise ValueError(f"--param {key}=…: set the {key} with --{key}{'s' if key == 'seed' else ''}")
+            raise ValueError(f"--param {key}=…: set the {key} with --{key} (run) or --{key}{'s' if key == 'seed' else ''} (sweep)")
         try:
             out[key] = json.loads(value)
         except json.JSONDecodeError:
@@ -114,16 +114,51 @@ class SweepRecord:
         return f"{self.chapter} (seed {self.seed}): {e.get('notebook', '?')}, cell {e.get('cell', '?')}: {e.get('ename', 'Error')}: {e.get('evalue', '')}"
 
 
-def task_dir(book: Book, scale: str, seed: int, chapter: Chapter | str) -> Path:
-    """Where a sweep task's outputs live: ``_build/sweep/<scale>/seed-<seed>/<chapter>/``."""
+def params_tag(params: dict | None) -> str:
+    """The folder suffix of a task with non-default parameters: ``+`` and a short hash (empty for none)."""
+    if not params:
+        return ""
+    import hashlib
+
+    return "+" + hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:10]
+
+
+def task_dir(book: Book, scale: str, seed: int, chapter: Chapter | str, params: dict | None = None) -> Path:
+    """Where a sweep task's outputs live: ``_build/sweep/<scale>/seed-<seed>/<chapter>[+<params hash>]/``.
+
+    Tasks with other parameters than the chapter's defaults get a folder of their own,
+    so that they never overwrite, nor are pooled with, the default runs.
+    """
     cid = chapter.id if isinstance(chapter, Chapter) else chapter
-    return book.build_dir / SWEEP_DIR / scale / f"seed-{seed}" / cid
+    return book.build_dir / SWEEP_DIR / scale / f"seed-{seed}" / (cid + params_tag(params))
 
 
-def load_task(book: Book, scale: str, seed: int, chapter: Chapter | str) -> SweepRecord | None:
-    """The stored record of a sweep task, if any."""
-    f = task_dir(book, scale, seed, chapter) / "run.json"
-    return SweepRecord(**json.loads(f.read_text())) if f.exists() else None
+def load_task(book: Book, scale: str, seed: int, chapter: Chapter | str, params: dict | None = None) -> SweepRecord | None:
+    """The stored record of a sweep task, if any (an unreadable record counts as none)."""
+    f = task_dir(book, scale, seed, chapter, params) / "run.json"
+    if not f.exists():
+        return None
+    try:
+        return SweepRecord(**json.loads(f.read_text()))
+    except (ValueError, TypeError) as exc:
+        import warnings
+
+        warnings.warn(f"ignoring the unreadable sweep record {f}: {type(exc).__name__}: {exc}", stacklevel=2)
+        return None
+
+
+def check_params(book: Book, chapters: Sequence[Chapter], params: dict) -> None:
+    """Refuse a parameter that a chapter's ``parameters`` cell does not define, naming the chapter and the valid ones."""
+    from .runner import chapter_parameters
+
+    for ch in chapters:
+        valid = chapter_parameters(ch)
+        unknown = [k for k in params if k not in valid]
+        if unknown:
+            raise ValueError(
+                f"chapter {ch.id} has no parameter {', '.join(map(repr, unknown))}; its parameters cell defines "
+                + ", ".join(sorted(valid)) + " (scale and seed are set with --scale and --seed/--seeds)"
+            )
 
 
 def make_payload(book: Book, chapter: Chapter, scale: str, seed: int, params: dict, key: str) -> dict:
@@ -267,7 +302,7 @@ def store(book: Book, payload: dict, result: dict) -> SweepRecord:
             "notebook": None, "cell": None, "ename": "LibraryMismatch",
             "evalue": f"the worker ran library {result.get('library') or '(unknown: an older worker)'}, the client has "
                       f"{fingerprint(lib['files'])}; the result is not stored"}}
-    dest = task_dir(book, payload["scale"], payload["seed"], payload["chapter"])
+    dest = task_dir(book, payload["scale"], payload["seed"], payload["chapter"], payload.get("params"))
     tmp = dest.with_name(dest.name + ".tmp")
     if tmp.exists():
         import shutil
@@ -324,7 +359,7 @@ def plan(book: Book, chapters: Iterable[Chapter], seeds: Sequence[int], scale: s
     for ch in chapters:
         for seed in seeds:
             key = book.cache_key(ch, scale, check_seed(seed), params)
-            prev = load_task(book, scale, seed, ch)
+            prev = load_task(book, scale, seed, ch, params)
             if not force and prev is not None and prev.key == key and prev.status in ("ok", "cached"):
                 prev.status = "cached"
                 out.cached.append(prev)
@@ -339,7 +374,7 @@ def expected_seconds(book: Book, payloads: Sequence[dict]) -> float | None:
     for p in payloads:
         walls = [
             r.wall_s
-            for r in (load_task(book, p["scale"], p["seed"], p["chapter"]), book.record(p["scale"], p["chapter"]))
+            for r in (load_task(book, p["scale"], p["seed"], p["chapter"], p.get("params")), book.record(p["scale"], p["chapter"]))
             if r is not None and r.status != "failed" and r.wall_s
         ]
         if walls:
@@ -683,7 +718,14 @@ def _stored_tasks(book: Book, scale: str) -> Iterable[tuple[Path, SweepRecord]]:
         return
     for seed_dir in sorted(base.glob("seed-*")):
         for ch_dir in sorted(p for p in seed_dir.iterdir() if p.is_dir() and not p.name.endswith(".tmp")):
-            rec = load_task(book, scale, int(seed_dir.name.split("-", 1)[1]), ch_dir.name)
+            f = ch_dir / "run.json"
+            try:
+                rec = SweepRecord(**json.loads(f.read_text())) if f.exists() else None
+            except (ValueError, TypeError) as exc:  # a damaged record counts as none; it never crashes a build
+                import warnings
+
+                warnings.warn(f"ignoring the unreadable sweep record {f}: {type(exc).__name__}: {exc}", stacklevel=2)
+                rec = None
             if rec is not None:
                 yield ch_dir, rec
 
@@ -702,8 +744,11 @@ def stale_sweep_tasks(book: Book, scale: str) -> list[SweepRecord]:
     return [rec for _, rec in _stored_tasks(book, scale) if rec.status != "failed" and not _is_current(book, chapters, rec)]
 
 
-def load_sweep_claims(book: Book, scale: str) -> dict[str, dict[str, list[tuple[int, dict]]]]:
+def load_sweep_claims(book: Book, scale: str, params: dict | None = None) -> dict[str, dict[str, list[tuple[int, dict]]]]:
     """Claim rows of every stored, successful and current sweep task: chapter → claim id → [(seed, row)].
+
+    Only tasks run with ``params`` (default: none, the chapters' own defaults) are
+    loaded, so that tasks with other parameters are never pooled with them.
 
     A task is current when its run key equals the key its chapter has now (same notebook,
     library, data and pins); rows of stale tasks (:func:`stale_sweep_tasks`), of chapters
@@ -712,14 +757,22 @@ def load_sweep_claims(book: Book, scale: str) -> dict[str, dict[str, list[tuple[
     chapters = {c.id: c for c in book.chapters()}
     out: dict[str, dict[str, list[tuple[int, dict]]]] = {}
     for ch_dir, rec in _stored_tasks(book, scale):
-        if rec.status == "failed" or not _is_current(book, chapters, rec):
+        if rec.status == "failed" or not _is_current(book, chapters, rec) or (rec.params or {}) != (params or {}):
             continue
         for f in sorted((ch_dir / "results").glob("*.json")):
-            payload = json.loads(f.read_text())
+            try:
+                payload = json.loads(f.read_text())
+            except ValueError:
+                import warnings
+
+                warnings.warn(f"ignoring the unreadable claim record {f}", stacklevel=2)
+                continue
+            if not isinstance(payload, dict):
+                continue
             if payload.get("run_key") != rec.key:
                 continue
             for row in payload.get("claims", []):
-                out.setdefault(ch_dir.name, {}).setdefault(row["id"], []).append((rec.seed, row))
+                out.setdefault(rec.chapter, {}).setdefault(row["id"], []).append((rec.seed, row))
     return out
 
 
