@@ -165,7 +165,7 @@ def test_sigint_stops_at_once_kills_kernels_cancels_queue_and_keeps_results(toy)
     run_json = toy.executed_dir("ci", ch) / "run.json"
     kept = (claims.read_text(), run_json.read_text())
     # the chapter now records new claims, then hangs; chapter 02 waits in the queue
-    ch.notebooks[0].write_text(ch.notebooks[0].read_text().replace('ours=str(1 + seed)', 'ours=str(2 + seed)') + SLOW)
+    ch.notebooks[0].write_text(ch.notebooks[0].read_text().replace('ours=str(1 + seed + extra)', 'ours=str(2 + seed + extra)') + SLOW)
     pidfile = toy.root / "kernel.pid"
     env = dict(os.environ, ICML26_TEST_PIDFILE=str(pidfile), PYTHONWARNINGS="ignore")
     cmd = [sys.executable, "-m", "icml26", "--root", str(toy.root), "run", "01", "02", "--scale", "ci", "--no-progress", "--jobs", "1"]
@@ -204,3 +204,88 @@ def test_sigint_stops_at_once_kills_kernels_cancels_queue_and_keeps_results(toy)
     assert (claims.read_text(), run_json.read_text()) == kept
     assert toy.state("ci", ch)[0] == "stale"  # the source changed, and nothing replaced the good run
     assert not [p for p in toy.build_dir.rglob("*") if p.name.endswith((".tmp", ".old"))]
+
+
+def test_sigterm_stops_like_ctrl_c_and_leaves_no_staging(toy):
+    ch = toy.select(["01"])[0]
+    ch.notebooks[0].write_text(ch.notebooks[0].read_text() + SLOW)
+    pidfile = toy.root / "kernel.pid"
+    env = dict(os.environ, ICML26_TEST_PIDFILE=str(pidfile), PYTHONWARNINGS="ignore")
+    cmd = [sys.executable, "-m", "icml26", "--root", str(toy.root), "run", "01", "--scale", "ci", "--no-progress"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        deadline = time.time() + 120
+        while not pidfile.exists() or not pidfile.read_text():
+            assert proc.poll() is None and time.time() < deadline, "the slow chapter never started"
+            time.sleep(0.2)
+        kernel = int(pidfile.read_text())
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert "interrupted" in err
+    for _ in range(50):
+        try:
+            os.kill(kernel, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"kernel {kernel} still runs after SIGTERM")
+    assert not [p for p in toy.build_dir.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_stale_staging_of_a_dead_run_is_swept(toy):
+    from icml26.book.runner import sweep_stale_staging
+
+    dead = toy.build_dir / "executed" / "ci" / ".01-toy.999999999-abcdef012345.tmp"
+    alive = toy.build_dir / "executed" / "ci" / f".01-toy.{os.getpid()}-abcdef012345.tmp"
+    old_res = toy.build_dir / "results" / ".tmp" / "999999999-abcdef012345"
+    for d in (dead, alive, old_res):
+        d.mkdir(parents=True)
+    removed = sweep_stale_staging(toy.build_dir)
+    assert sorted(removed) == sorted([dead, old_res]) and alive.exists()
+
+
+@pytest.mark.parametrize("garbage", ["not json", "", "{}", '{"chapter": 1}', "[1, 2]"])
+def test_a_damaged_run_record_is_treated_as_absent(toy, garbage, capsys):
+    ch = toy.select(["01"])[0]
+    assert toy.execute(ch, "ci", 0, progress=False).status == "ok"
+    f = toy.executed_dir("ci", ch) / "run.json"
+    f.write_text(garbage)
+    assert toy.record("ci", ch) is None and toy.state("ci", ch)[0] == "not run"
+    assert "ignoring an unreadable record" in capsys.readouterr().err and str(f) in capsys.readouterr().err + str(f)
+    assert toy.execute(ch, "ci", 0, progress=False).status == "ok"  # a rerun recovers
+    assert toy.record("ci", ch) is not None
+
+
+def test_a_yaml_error_fails_that_chapter_with_its_file_and_line(toy):
+    bad = toy.root / "book" / "03-yaml"
+    bad.mkdir()
+    text = (toy.root / "book" / "01-toy" / "toy.md").read_text()
+    head, rest = text.split("---\n", 2)[1], text.split("---\n", 2)[2]
+    (bad / "yaml.md").write_text("---\n" + head + "kernelspec: [unclosed\n---\n" + rest)
+    records = toy.run(toy.chapters(), "ci", 0, progress=False)
+    by = {r.chapter: r for r in records}
+    assert by["01-toy"].status == "ok"  # the others finish
+    err = by["03-yaml"]
+    assert err.status == "failed" and "yaml.md" in err.describe_error() and err.error.get("line")
+
+
+def test_an_unwritable_build_folder_is_one_line(toy):
+    toy.build_dir.mkdir(exist_ok=True)
+    (toy.build_dir / "executed").write_text("a file where a folder should be")
+    cmd = [sys.executable, "-m", "icml26", "--root", str(toy.root), "run", "01", "--force", "--no-progress"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith("python -m icml26 run: error: ")
+    assert "executed" in proc.stderr
+
+
+def test_a_bad_scheduler_address_is_one_line(toy):
+    cmd = [sys.executable, "-m", "icml26", "--root", str(toy.root), "sweep", "01", "--seeds", "0", "--scheduler", "notaurl"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "--scheduler 'notaurl' is not a scheduler address" in proc.stderr

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import threading
 import time
@@ -167,7 +168,31 @@ def _err(command: str, message: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Entry point: run a command; a full or read-only disk, or a closed pipe, ends in one line, never a traceback."""
     args = make_parser().parse_args(argv)
+    if threading.current_thread() is threading.main_thread():
+        import signal
+
+        def _term(signum, frame):  # SIGTERM (a CI time-out, a kill) stops as Ctrl-C does: kernels shut down, results kept
+            raise KeyboardInterrupt
+
+        signal.signal(signal.SIGTERM, _term)
+    try:
+        return _dispatch(args)
+    except BrokenPipeError:  # `python -m icml26 list | head`: the reader went away
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except OSError:
+            pass
+        return 0
+    except OSError as exc:
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        _err(args.command, f"{where}{exc.strerror or exc} ({type(exc).__name__})")
+        return 1
+
+
+def _dispatch(args) -> int:
     from .runner import Book
 
     try:
@@ -316,6 +341,8 @@ def main(argv: list[str] | None = None) -> int:
                 seeds = sw.parse_seeds(args.seeds)
             params = sw.parse_params(args.param)
             sw.check_params(book, chapters, params)
+            if args.scheduler is not None and not re.fullmatch(r"(tcp|tls|ucx|ws|wss|inproc)://[^\s/]+(:\d+)?/?", args.scheduler):
+                raise ValueError(f"--scheduler {args.scheduler!r} is not a scheduler address; use e.g. tcp://host:8786")
         except ValueError as exc:
             _err("sweep", str(exc))
             return 2
@@ -333,8 +360,8 @@ def main(argv: list[str] | None = None) -> int:
             print("python -m icml26 sweep: interrupted: queued and running tasks cancelled; finished tasks kept", file=sys.stderr, flush=True)
             _exit_now_if_threads_linger(130)
             return 130
-        except OSError as exc:  # no scheduler at that address, ...
-            _err("sweep", f"{type(exc).__name__}: {exc}")
+        except (OSError, RuntimeError, TimeoutError) as exc:  # no scheduler at that address, no loopback, ...
+            _err("sweep", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'no detail'}")
             return 1
         for r in records:
             print(f"{r.chapter:<22} seed {r.seed:<6} {r.status:<7} {r.wall_s:7.1f} s")

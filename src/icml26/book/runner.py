@@ -71,10 +71,24 @@ class RunRecord:
 
     @classmethod
     def load(cls, path: Path) -> RunRecord:
-        """Read a record written by any version of the runner (unknown fields are ignored)."""
-        data = json.loads(path.read_text())
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        """Read a record written by any version of the runner (unknown fields are ignored).
+
+        Raises ``ValueError`` naming the file when it is not a record (garbage, empty,
+        ``{}``, wrong types).
+        """
+        try:
+            data = json.loads(path.read_text())
+            if not isinstance(data, dict):
+                raise TypeError(f"a JSON object was expected, got {type(data).__name__}")
+            names = {f.name for f in fields(cls)}
+            rec = cls(**{k: v for k, v in data.items() if k in names})
+            if not (isinstance(rec.chapter, str) and isinstance(rec.scale, str) and isinstance(rec.key, str)
+                    and isinstance(rec.status, str) and isinstance(rec.wall_s, (int, float)) and isinstance(rec.seed, int)
+                    and isinstance(rec.finished, str) and isinstance(rec.params, dict)):
+                raise TypeError("fields of the wrong type")
+        except (ValueError, TypeError, UnicodeDecodeError) as exc:
+            raise ValueError(f"{path} is not a run record ({type(exc).__name__}: {exc})") from None
+        return rec
 
     def describe_error(self) -> str:
         e = self.error or {}
@@ -84,6 +98,17 @@ class RunRecord:
         if e.get("cell"):
             where += f", cell {e['cell']}"
         return f"{self.chapter}: {where}: {e.get('ename', 'Error')}: {e.get('evalue', '')}".strip()
+
+
+def _load_or_warn(path: Path) -> RunRecord | None:
+    """:meth:`RunRecord.load`, or ``None`` with a one-line warning for a record the runner cannot read."""
+    if not path.exists():
+        return None
+    try:
+        return RunRecord.load(path)
+    except ValueError as exc:
+        print(f"python -m icml26: warning: ignoring an unreadable record: {exc}", file=sys.stderr)
+        return None
 
 
 class Interrupted(KeyboardInterrupt):
@@ -161,17 +186,11 @@ class Book:
 
     def record(self, scale: str, chapter: Chapter | str) -> RunRecord | None:
         """The record of the chapter's last good run at a scale (the results on disk), if any."""
-        p = self.executed_dir(scale, chapter) / "run.json"
-        if not p.exists():
-            return None
-        return RunRecord.load(p)
+        return _load_or_warn(self.executed_dir(scale, chapter) / "run.json")
 
     def failure(self, scale: str, chapter: Chapter | str) -> RunRecord | None:
         """The record of a failed run made after the last good one, if any."""
-        p = self.executed_dir(scale, chapter) / "failed.json"
-        if not p.exists():
-            return None
-        return RunRecord.load(p)
+        return _load_or_warn(self.executed_dir(scale, chapter) / "failed.json")
 
     def state(self, scale: str, chapter: Chapter) -> tuple[str, str]:
         """What is on disk for a chapter at a scale: ``(word, why)``.
@@ -292,7 +311,7 @@ class Book:
         import papermill
         from papermill.exceptions import PapermillExecutionError
 
-        token = uuid.uuid4().hex[:12]
+        token = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
         work = out_dir.parent / f".{chapter.id}.{token}.tmp"
         res_root = self.results_dir() / ".tmp" / token
         work.mkdir(parents=True)
@@ -307,7 +326,14 @@ class Book:
                     bar = {"desc": f"{chapter.id}/{nb_path.stem}", "leave": False}
                     if position is not None:
                         bar["position"] = position
-                source = jupytext.read(nb_path)
+                try:
+                    source = jupytext.read(nb_path)
+                except Exception as exc:  # front matter or cell markup that jupytext cannot read: this chapter fails
+                    mark = getattr(exc, "problem_mark", None) or getattr(getattr(exc, "__context__", None), "problem_mark", None)
+                    record.status = "failed"
+                    record.error = {"notebook": nb_path.name, "cell": None, "line": (mark.line + 1) if mark is not None else None,
+                                    "ename": type(exc).__name__, "evalue": f"{nb_path}: " + str(exc).replace("\n", " ")[:480]}
+                    break
                 try:
                     papermill.execute_notebook(
                         source,
@@ -327,9 +353,13 @@ class Book:
                         "ename": exc.ename,
                         "evalue": str(exc.evalue).splitlines()[0][:500] if exc.evalue else "",
                     }
-                except Exception as exc:  # kernel died, bad notebook, ...
+                except Exception as exc:  # kernel died (an out-of-memory kill), bad notebook, ...
                     record.status = "failed"
-                    record.error = {"notebook": nb_path.name, "cell": None, "ename": type(exc).__name__, "evalue": str(exc)[:500]}
+                    where = {"cell": None}
+                    idx = _running_cell(out)
+                    if idx is not None:  # the cell that was running when the kernel died
+                        where = source_location(nb_path, source, idx, None)
+                    record.error = {"notebook": nb_path.name, **where, "ename": type(exc).__name__, "evalue": str(exc)[:500]}
                 if kernels.cancelled:
                     record.status, record.error = "interrupted", None
                 if record.status != "ok":
@@ -344,7 +374,9 @@ class Book:
                 failed = out_dir / "failed"
                 shutil.rmtree(failed, ignore_errors=True)
                 work.rename(failed)
-                (out_dir / "failed.json").write_text(json.dumps(asdict(record), indent=2))
+                tmp_failed = out_dir / f".failed.json.{token}.tmp"  # atomically, as run.json
+                tmp_failed.write_text(json.dumps(asdict(record), indent=2))
+                tmp_failed.replace(out_dir / "failed.json")
         finally:
             shutil.rmtree(work, ignore_errors=True)
             shutil.rmtree(res_root, ignore_errors=True)
@@ -385,9 +417,9 @@ class Book:
                 shutil.rmtree(old, ignore_errors=True)
 
     def expected_wall(self, chapter: Chapter, scale: str) -> float | None:
-        """Wall time of the chapter's previous run at this scale (good or failed), if known."""
-        recs = [r for r in (self.record(scale, chapter), self.failure(scale, chapter)) if r is not None]
-        return max(recs, key=lambda r: r.finished).wall_s if recs else None
+        """Wall time of the chapter's last good run at this scale, if known (a failed run stops early: it says nothing)."""
+        rec = self.record(scale, chapter)
+        return rec.wall_s if rec is not None and rec.status != "failed" else None
 
     def run(
         self,
@@ -427,6 +459,7 @@ class Book:
                 user_say(msg)
 
         chapters = list(chapters)
+        sweep_stale_staging(self.build_dir)
         todo = [c for c in chapters if force or not self.is_cached(c, scale, seed, params=params)]
         expected = {c.id: self.expected_wall(c, scale) for c in todo}
         known = [w for w in expected.values() if w is not None]
@@ -527,15 +560,60 @@ class KernelRegistry:
 
 def _kill(manager) -> None:
     pid = getattr(getattr(manager, "provisioner", None), "pid", None)
-    if not pid:
-        return
-    try:  # the kernel leads its own session (jupyter_client starts it so): take its children too
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        try:
-            os.kill(pid, signal.SIGKILL)
+    if pid:
+        try:  # the kernel leads its own session (jupyter_client starts it so): take its children too
+            os.killpg(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
-            pass
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+    try:  # the connection file and IPC sockets this kernel left in the runtime folder
+        manager.cleanup_connection_file()
+        manager.cleanup_ipc_files()
+    except Exception:  # noqa: BLE001 - best effort: a half-started kernel may have none
+        pass
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_stale_staging(book_build: Path) -> list[Path]:
+    """Remove staging folders (``.<chapter>.<pid>-<token>.tmp``, ``results/.tmp/<pid>-<token>``) whose run is gone.
+
+    A run killed by SIGKILL or a power cut leaves them behind; a folder whose process is
+    still alive (another run of the same book) is left alone. Returns what was removed.
+    """
+    removed: list[Path] = []
+    cands = list((book_build / "executed").glob("*/.*.tmp")) + list((book_build / "results" / ".tmp").glob("*"))
+    for d in cands:
+        m = re.search(r"(?:^|\.)(\d+)-[0-9a-f]+(?:\.tmp)?$", d.name)
+        if not d.is_dir() or (m and _pid_alive(int(m.group(1)))):
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+        removed.append(d)
+    return removed
+
+
+def _running_cell(executed: Path) -> int | None:
+    """Index of the cell papermill marked as running in a partly written output notebook, if any."""
+    try:
+        import nbformat
+
+        nb = nbformat.read(str(executed), as_version=4)
+    except Exception:  # noqa: BLE001 - no output written yet
+        return None
+    for i, cell in enumerate(nb.cells):
+        if cell.get("metadata", {}).get("papermill", {}).get("status") == "running":
+            return i
+    return None
 
 
 def is_notebook_source(path: Path) -> bool:
