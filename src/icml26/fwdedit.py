@@ -183,6 +183,11 @@ def key_covariance(keys: torch.Tensor) -> torch.Tensor:
     -------
     torch.Tensor, shape (d_k, d_k)
 
+    Raises
+    ------
+    ValueError
+        For keys that are not a non-empty ``(n, d_k)`` tensor, or hold NaN or inf.
+
     References
     ----------
     Meng et al. (2023), MEMIT, eq. (11): ``C_0 = λ E[k kᵀ]``.
@@ -216,10 +221,23 @@ def layer_update(keys: torch.Tensor, residuals: torch.Tensor, cov: torch.Tensor,
     torch.Tensor, shape (d, d_k)
         ``ΔW`` acting as ``out = W k``; for ``λ = α = 0`` and one key, ``ΔW k = r`` exactly.
 
+    Raises
+    ------
+    TypeError
+        For inputs that are not torch tensors (numpy arrays included), or ``lam``/``ridge``
+        that are not numbers.
+    ValueError
+        For mis-shaped or non-finite tensors, or a negative ``lam`` or ``ridge``.
+
     References
     ----------
     Meng et al. (2023), MEMIT, eq. (14); Liu et al. (2026), FE, the closed form of Sec. 3.
     """
+    for name, t in (("keys", keys), ("residuals", residuals), ("cov", cov)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__} (use torch.as_tensor)")
+        if not torch.isfinite(t).all():
+            raise ValueError(f"{name} contain NaN or inf; layer_update needs finite {name}")
     if keys.ndim != 2 or residuals.ndim != 2 or keys.shape[0] != residuals.shape[0]:
         raise ValueError(f"keys {tuple(keys.shape)} and residuals {tuple(residuals.shape)} must be (n, d_k) and (n, d)")
     if cov.shape != (keys.shape[1], keys.shape[1]):
