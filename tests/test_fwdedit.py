@@ -201,6 +201,20 @@ def test_bad_evaluation_input_is_rejected():
     rejects(fe.tune_and_test, model, tok, [], [], [0], {}, fe.EditConfig(), match="non-empty")
 
 
+@covers("fwdedit.tune_and_test")
+def test_tune_and_test_refuses_a_string_grid_before_editing():
+    # lams="10" used to be read as the grid (1.0, 0.0), methods="fe" as the methods 'f', 'e'
+    model, tok = _model("small")
+    case = EditCase(REQS[0], ("the home of zora is",), ("the home of zora is",), ("kalu lives in",), ("nemo",))
+    args = (model, tok, [case], [case], [0], _covs(model, tok, [0]), fe.EditConfig(steps=1))
+    rejects(fe.tune_and_test, *args, lams="10", match="lams='10' is a single string")
+    rejects(fe.tune_and_test, *args, clamps="4", match="clamps='4' is a single string")
+    rejects(fe.tune_and_test, *args, methods="fe", match="methods='fe' is a single string")
+    rejects(fe.tune_and_test, *args, methods=["rome"], match="not editing methods")
+    rejects(fe.tune_and_test, *args, lams=[-1.0], match="lams")
+    rejects(fe.tune_and_test, *args, clamps=[0.0], match="clamps")
+
+
 exempt("fwdedit.EditResult", "a data record returned by fwdedit.edit")
 
 

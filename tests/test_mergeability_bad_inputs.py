@@ -116,6 +116,7 @@ def test_bad_pairs_and_metric_settings(small):
         rejects(f, base, ft, tasks, [(1, 1)], match="two different")
         rejects(f, base, ft, None, [(0, 1)], match="DigitTasks")
     rejects(mg.score_pair_merges, base, ft, tasks, [(0, 1)], methods=["mean"], match="not merge methods")
+    rejects(mg.score_pair_merges, base, ft, tasks, [(0, 1)], methods="ties", match="single string")
     rejects(mg.score_pair_merges, base, ft, tasks, [(0, 1)], alphas=[], match="at least one")
     rejects(mg.pairwise_metrics, base, ft, tasks, [(0, 1)], n_grad=10_000, match="exceed")
     rejects(mg.pairwise_metrics, base, ft, tasks, [(0, 1)], subspace_k=0, match="subspace_k")

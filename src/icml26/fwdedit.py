@@ -750,6 +750,15 @@ def tune_and_test(model, tok, val_cases, test_cases, layers, covs, cfg: EditConf
         One row per method: ``method``, chosen ``lam``, ``clamp``, validation ``score``, the
         test metrics of :func:`edit_metrics` and ``residual`` (mean per layer, a list).
 
+    Raises
+    ------
+    TypeError
+        For ``lams``, ``clamps`` or ``methods`` given as one string, or grid entries that
+        are not numbers.
+    ValueError
+        For empty case lists or grids, a negative ``lam``, a non-positive ``clamp``, or an
+        unknown method.
+
     References
     ----------
     Liu et al. (2026), FE (hyper-parameters per method; README: FE needs a smaller clamp).
@@ -758,8 +767,18 @@ def tune_and_test(model, tok, val_cases, test_cases, layers, covs, cfg: EditConf
 
     if not val_cases or not test_cases:
         raise ValueError("val_cases and test_cases must be non-empty")
+    for name, seq in (("lams", lams), ("clamps", clamps), ("methods", methods)):
+        if isinstance(seq, (str, bytes)):
+            raise TypeError(f"{name}={seq!r} is a single string; give a list (it would be read character by character)")
     if not lams or not clamps:
         raise ValueError("lams and clamps must be non-empty")
+    for lam in lams:
+        check_real(lam, "an entry of lams", lo=0.0)
+    for c in clamps:
+        check_real(c, "an entry of clamps", lo=0.0, lo_open=True)
+    bad = [m for m in methods if m not in METHODS]
+    if bad or not methods:
+        raise ValueError(f"methods {bad or list(methods)!r} are not editing methods; use some of {', '.join(METHODS)}")
     rows = []
     for m in methods:
         best = None

@@ -804,11 +804,20 @@ def score_pair_merges(
     dict
         ``result[method]`` holds ``"normalised"`` (P,), ``"accuracy"`` (P, 2) and, for
         task arithmetic, ``"alpha"`` (P,).
+
+    Raises
+    ------
+    TypeError
+        For ``ft``/``tasks`` of the wrong type, or ``methods`` given as one string.
+    ValueError
+        For bad pairs, unknown or no methods, or non-positive ``alphas``.
     """
     base = _check_backbone(base)
     if not isinstance(ft, FineTuned) or not isinstance(tasks, DigitTasks):
         raise TypeError("ft must be a FineTuned and tasks a DigitTasks")
     pairs = _check_pairs(pairs, tasks.n_tasks)
+    if isinstance(methods, (str, bytes)):
+        raise TypeError(f"methods={methods!r} is a single string; give a list of merge methods, e.g. [{methods!r}]")
     bad = [m for m in methods if m not in MERGE_METHODS]
     if bad or not methods:
         raise ValueError(f"methods {bad or list(methods)} are not merge methods; use some of {', '.join(MERGE_METHODS)}")
