@@ -97,3 +97,13 @@ def test_bad_task_settings_are_rejected():
     rejects(C.highrank_regression_task, [1, -1], match=">= 0")
     rejects(C.marker_encoder_task, hidden=10, heads=4, match="multiple")
     rejects(C.marker_encoder_task, vocab=3, match="vocab")
+
+
+@covers("cobra.layer_conductance", "cobra.layer_contributions")
+def test_inputs_of_another_dtype_than_the_model_are_named():
+    # float32 inputs on a float64 model used to surface torch's matmul dtype error
+    net = _net().double()
+    x = torch.randn(4, 3)
+    rejects(C.layer_conductance, net, net[0], x, target=0, match="inputs of dtype torch.float32.*torch.float64")
+    rejects(C.layer_contributions, net, {"a": net[0]}, x, target="all", match="inputs of dtype torch.float32")
+    assert C.layer_conductance(net, net[0], x.double(), target=0).dtype == torch.float64

@@ -93,3 +93,14 @@ def test_model_level_rejects(lm):
     hm1 = C.attention_head_metrics(m, tok, safe[:2], [1], size=4, random_state=0)
     rejects(C.key_heads, hm, hm1, match="different layers")
     rejects(C.key_heads, hm, hm, ratio=1.5, match="ratio")
+
+
+@covers("cotsafety.head_jacobian_metrics")
+def test_rows_that_are_not_stochastic_are_refused_not_renormalised():
+    # rows summing to 3 (raw weights) or 0 used to be renormalised without a word
+    rejects(C.head_jacobian_metrics, np.ones((4, 4)), size=4, n_rows=4, random_state=0, match="row-stochastic.*row 0 sums to 4")
+    a = np.full((4, 4), 0.25)
+    a[2] = 0.0
+    rejects(C.head_jacobian_metrics, a, size=4, n_rows=4, random_state=0, match="row 2 sums to 0")
+    b1, _, _ = C.head_jacobian_metrics(torch.softmax(torch.randn(5, 5), 1).float(), size=4, n_rows=4, random_state=0)
+    assert np.isfinite(b1)

@@ -139,3 +139,42 @@ def test_adapter_bad_inputs():
     rejects(D.run_dialogue, "not callable", TASK.simulator(), match="callable")
     rejects(D.run_dialogue, lambda h: 42, TASK.simulator(), match="return a str")
     rejects(D.run_dialogue, lambda h: "hi", TASK.simulator(), turns=0, match="turns")
+
+
+# ----------------------------------------------------------------------------- silent answers (issue 22)
+
+
+@covers("discoverllm.adapter.parse_message", "discoverllm.assistant.SymbolicAssistant",
+        "discoverllm.adapter.scripted_responder")
+def test_a_single_string_of_dims_is_not_read_letter_by_letter():
+    # parse_message(text, "subject") used to report the dimensions as the letters s, u, b, ...
+    rejects(D.parse_message, "What subject do you have in mind?", "subject", match="single string")
+    rejects(D.parse_message, "What subject?", ["subject", 3], match="non-empty str")
+    rejects(D.SymbolicAssistant, "tone", 2, 4, match="single string")
+    rejects(D.scripted_responder, "tone", 2, 4, [2], match="single string")
+    assert D.parse_message("What subject do you have in mind?", ["subject"]).options == ({"subject": ()},)
+
+
+@covers("discoverllm.simulator.IntentSimulator")
+def test_step_after_the_episode_is_done_is_refused():
+    root = D.chain_hierarchy("tone", (1,))
+    s = D.IntentSimulator(("tone",), depth=1, branching=4, hierarchies=[root], random_state=0)
+    s.reset()
+    res = None
+    for _ in range(20):  # offer the target until the user is content
+        res = s.step(Message("artifact", ({"tone": (1,)},), 10))
+        if res.done:
+            break
+    assert res is not None and res.done
+    rejects(s.step, Message("artifact", ({"tone": (1,)},), 10), match="episode is done.*reset")
+    s.reset()  # a new conversation may be stepped again
+    s.step(Message("question", ({"tone": ()},), 5))
+    assert s.turn == 1
+
+
+@covers("discoverllm.policy.run_episodes")
+def test_run_episodes_needs_at_least_one_conversation():
+    # sim_seeds=[] used to return an empty list
+    rejects(D.run_episodes, TASK, None, sim_seeds=[], random_states=[], match="sim_seeds is empty")
+    rejects(D.run_episodes, TASK, None, sim_seeds="12", random_states="12", match="sequence")
+    rejects(D.run_episodes, TASK, None, sim_seeds=[1.5], random_states=[0], match="sim_seeds entry")

@@ -178,12 +178,41 @@ def test_bad_algebra_input_is_rejected():
     rejects(fe.layer_update, K, torch.randn(3, 5), torch.eye(4), -1.0, match="lam")
 
 
+@covers("fwdedit.layer_update")
+def test_layer_update_rejects_nan_and_numpy_input():
+    # NaN keys used to give a NaN update (key_covariance checked, layer_update did not)
+    K, R, C = torch.randn(3, 4), torch.randn(3, 5), torch.eye(4)
+    nan = K.clone()
+    nan[1, 2] = float("nan")
+    rejects(fe.layer_update, nan, R, C, 1.0, match="keys contain NaN")
+    rejects(fe.layer_update, nan, R, C, 0.0, match="keys contain NaN")
+    rejects(fe.layer_update, K, torch.full((3, 5), float("inf")), C, 1.0, match="residuals contain NaN or inf")
+    rejects(fe.layer_update, K, R, torch.full((4, 4), float("nan")), 1.0, match="cov contain NaN")
+    # numpy arrays used to raise AttributeError: 'numpy.ndarray' object has no attribute 'double'
+    rejects(fe.layer_update, K.numpy(), R, C, 1.0, match="keys must be a torch.Tensor, got ndarray")
+    rejects(fe.layer_update, K, R.numpy(), C, 1.0, match="residuals must be a torch.Tensor")
+
+
 @covers("fwdedit.edit_metrics", "fwdedit.next_token_logprobs", "fwdedit.tune_and_test")
 def test_bad_evaluation_input_is_rejected():
     model, tok = _model("small")
     rejects(fe.edit_metrics, model, model, tok, [], match="empty")
     rejects(fe.next_token_logprobs, model, tok, "zora", match="list")
     rejects(fe.tune_and_test, model, tok, [], [], [0], {}, fe.EditConfig(), match="non-empty")
+
+
+@covers("fwdedit.tune_and_test")
+def test_tune_and_test_refuses_a_string_grid_before_editing():
+    # lams="10" used to be read as the grid (1.0, 0.0), methods="fe" as the methods 'f', 'e'
+    model, tok = _model("small")
+    case = EditCase(REQS[0], ("the home of zora is",), ("the home of zora is",), ("kalu lives in",), ("nemo",))
+    args = (model, tok, [case], [case], [0], _covs(model, tok, [0]), fe.EditConfig(steps=1))
+    rejects(fe.tune_and_test, *args, lams="10", match="lams='10' is a single string")
+    rejects(fe.tune_and_test, *args, clamps="4", match="clamps='4' is a single string")
+    rejects(fe.tune_and_test, *args, methods="fe", match="methods='fe' is a single string")
+    rejects(fe.tune_and_test, *args, methods=["rome"], match="not editing methods")
+    rejects(fe.tune_and_test, *args, lams=[-1.0], match="lams")
+    rejects(fe.tune_and_test, *args, clamps=[0.0], match="clamps")
 
 
 exempt("fwdedit.EditResult", "a data record returned by fwdedit.edit")

@@ -116,6 +116,7 @@ def test_bad_pairs_and_metric_settings(small):
         rejects(f, base, ft, tasks, [(1, 1)], match="two different")
         rejects(f, base, ft, None, [(0, 1)], match="DigitTasks")
     rejects(mg.score_pair_merges, base, ft, tasks, [(0, 1)], methods=["mean"], match="not merge methods")
+    rejects(mg.score_pair_merges, base, ft, tasks, [(0, 1)], methods="ties", match="single string")
     rejects(mg.score_pair_merges, base, ft, tasks, [(0, 1)], alphas=[], match="at least one")
     rejects(mg.pairwise_metrics, base, ft, tasks, [(0, 1)], n_grad=10_000, match="exceed")
     rejects(mg.pairwise_metrics, base, ft, tasks, [(0, 1)], subspace_k=0, match="subspace_k")
@@ -127,3 +128,35 @@ def test_bad_coefficients():
     rejects(mg.driver_agreement, {"a": np.ones(3), "b": np.ones(4)}, match="equal length")
     rejects(mg.driver_agreement, {"a": np.ones(3), "b": np.ones(3)}, k=4, match="exceeds")
     rejects(mg.driver_agreement, {"a": np.ones(3), "b": np.array([1, np.nan, 0])}, match="finite")
+
+
+@covers("mergeability.merge_weight_average", "mergeability.merge_task_arithmetic", "mergeability.merge_ties",
+        "mergeability.merge_dare", "mergeability.merge_tsv", "mergeability.merge_pair")
+def test_non_finite_task_vectors_and_bases_are_rejected():
+    # merge_ties used to return an all-NaN model for a NaN task vector
+    for bad in (float("nan"), float("inf")):
+        tv = {"w": torch.ones(3, 2), "b": torch.tensor([1.0, bad, 1.0])}
+        for f in MERGES:
+            rejects(f, BASE, [TV, tv], match="'b' of task vector 1.*NaN or infinite")
+        rejects(mg.merge_ties, {"w": torch.full((3, 2), bad), "b": torch.zeros(3)}, [TV, TV], match="'w' of the base")
+
+
+def test_ties_density_that_keeps_nothing_and_density_one():
+    # density * P < 1: peft keeps int(density * P) = 0 entries, and the old code returned the base unchanged
+    rejects(mg.merge_ties, BASE, [TV, TV], density=0.1, match=r"keeps no entry of the flattened.*density >= 0\.111")
+    rejects(mg.merge_ties, BASE, [TV, TV], density=0.2, per_tensor=True, match=r"keeps no entry of parameter 'b'")
+    # density = 1 is allowed by the docstring's (0, 1]: no trimming, the disjoint mean of all entries
+    tv2 = {"w": -3 * torch.ones(3, 2), "b": 2 * torch.ones(3)}
+    m = mg.merge_ties(BASE, [TV, tv2], density=1.0)
+    assert torch.equal(m["b"], torch.full((3,), 1.5)) and torch.equal(m["w"], torch.full((3, 2), -3.0))
+
+
+@covers("mergeability.fit_pearson_l1", "mergeability.loto_mergeability")
+def test_constant_targets_and_metrics_are_rejected_not_nan():
+    X = np.random.default_rng(0).normal(size=(20, 3))
+    rejects(mg.fit_pearson_l1, X, np.full(20, 0.7), match="y is constant.*Pearson")
+    rejects(mg.fit_pearson_l1, np.ones((20, 3)), X[:, 0], match="every column of X is constant")
+    rejects(mg.fit_pearson_l1, X, X[:, 0], tol=float("nan"), match="tol")
+    rejects(mg.fit_pearson_l1, X, X[:, 0], init_sd=-0.1, match="init_sd")
+    assert np.all(np.isfinite(mg.fit_pearson_l1(X, np.full(20, 0.7), objective="mse", max_steps=5)))
+    rejects(mg.loto_mergeability, X[:15], np.full(15, 0.7), mg.task_pairs(6), match="y is constant.*holds out task")

@@ -170,3 +170,13 @@ def test_force_metric_inputs(n):
 @pytest.mark.parametrize("bad", ["x", 1.5, [1, 2]])
 def test_random_state_type(bad):
     rejects(moes.coordinate_noise, M.x0, 0.04, random_state=bad)
+
+
+@covers("moes.mmff_energy", "moes.mmff_forces")
+def test_coincident_atoms_are_refused_not_nan():
+    # two atoms at one point used to give a NaN energy
+    x = M.x0.copy()
+    x[1] = x[0]
+    rejects(moes.mmff_energy, M, x, match=r"not finite.*atoms 0 and 1 are 0 Å apart")
+    rejects(moes.mmff_forces, M, x, match=r"forces.*atoms 0 and 1")
+    assert np.isfinite(moes.mmff_energy(M, M.x0))

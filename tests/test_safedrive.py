@@ -202,7 +202,8 @@ def _direct_grpo(new, old, ref, r, eps_clip, beta, eps=1e-4):
 @given(st.integers(0, 10_000), st.floats(0.05, 0.5), st.floats(0.0, 0.5))
 def test_grpo_loss_equals_a_direct_computation(seed, eps_clip, beta):
     g = torch.Generator().manual_seed(seed)
-    new, old, ref = (torch.log(torch.rand(3, 4, generator=g, dtype=torch.float64) + 0.05) for _ in range(3))
+    # probabilities in [0.05, 1): log-probabilities <= 0, as grpo_loss requires
+    new, old, ref = (torch.log(0.95 * torch.rand(3, 4, generator=g, dtype=torch.float64) + 0.05) for _ in range(3))
     r = torch.randint(0, 3, (3, 4), generator=g).double() / 2
     ours = float(sd.grpo_loss(new, old, ref, r, clip_eps=eps_clip, beta=beta))
     assert ours == pytest.approx(_direct_grpo(new.tolist(), old.tolist(), ref.tolist(), r.tolist(), eps_clip, beta), abs=1e-10)
@@ -212,9 +213,9 @@ def test_grpo_clip_and_zero_cases():
     r = torch.tensor([[1.0, 0.0]], dtype=torch.float64)
     zero = torch.zeros(1, 2, dtype=torch.float64)
     assert float(sd.grpo_loss(zero, zero, zero, r, beta=0.0)) == pytest.approx(0.0, abs=1e-12)  # advantages sum to 0
-    new = torch.tensor([[math.log(2.0), 0.0]], dtype=torch.float64)  # ratio 2 on the good answer: clipped at 1.2
+    old = torch.tensor([[-math.log(2.0), 0.0]], dtype=torch.float64)  # ratio 2 on the good answer: clipped at 1.2
     a = 0.5 / (math.sqrt(0.5) + 1e-4)  # advantages ±a (sample sd of [1, 0] is sqrt(1/2))
-    assert float(sd.grpo_loss(new, zero, new, r, beta=0.0)) == pytest.approx(-(1.2 * a - a) / 2)
+    assert float(sd.grpo_loss(zero, old, zero, r, beta=0.0)) == pytest.approx(-(1.2 * a - a) / 2)
 
 
 def test_grpo_gradient_matches_autograd_of_the_direct_loss():

@@ -227,3 +227,65 @@ def test_concat_scenes_bad_input(scenes):
     rejects(sd.concat_scenes, scenes, "more", match=r"batches\[1\] must be a SceneBatch")
     short = sd.benign_scenes(1, 10, random_state=0)
     rejects(sd.concat_scenes, scenes, short, match="only batches of one horizon")
+
+
+# ----------------------------------------------------------------------------- silent answers (issue 22)
+
+
+@covers("safedrive.sample_initial_scenes", "safedrive.benign_scenes")
+def test_scene_sampling_never_places_fewer_agents_than_asked():
+    # (40, 50) used to place 19-20 agents in each scene without a word
+    rejects(sd.sample_initial_scenes, 2, n_agents=(40, 50), random_state=0, match=r"could place only \d+ of the \d+ agents")
+    rejects(sd.benign_scenes, 2, n_agents=(40, 50), random_state=0, match="could place only")
+    rejects(sd.sample_initial_scenes, 2, n_agents="48", match="pair")
+    rejects(sd.sample_initial_scenes, 2, n_agents=(4, 6, 8), match="pair")
+    s0, pr, v0 = sd.sample_initial_scenes(50, random_state=0)
+    assert (pr[:, 1:].sum(1) >= 4).all()
+
+
+@covers("safedrive.idm_accel")
+def test_idm_rejects_nan_and_negative_speeds():
+    rejects(sd.idm_accel, np.nan, 10.0, 5.0, 15.0, match=r"v \(a speed\)")
+    rejects(sd.idm_accel, -3.0, 10.0, 5.0, 15.0, match=r"v \(a speed\).*>= 0")
+    rejects(sd.idm_accel, 10.0, np.array([5.0, -1.0]), 5.0, 15.0, match=r"v_lead")
+    rejects(sd.idm_accel, np.inf, 10.0, 5.0, 15.0, match=r"v \(a speed\)")
+    assert np.isfinite(sd.idm_accel(0.0, 0.0, np.inf, 15.0))
+
+
+@covers("safedrive.bicycle_step")
+def test_bicycle_rejects_a_nan_state_or_control():
+    rejects(sd.bicycle_step, np.array([0.0, np.nan, 0.0, 10.0]), np.zeros(2), 0.1, 2.7, match="state holds NaN")
+    rejects(sd.bicycle_step, torch.tensor([0.0, 0.0, 0.0, float("nan")]), torch.zeros(2), 0.1, 2.7, match="state holds NaN")
+    rejects(sd.bicycle_step, np.zeros(4), np.array([np.inf, 0.0]), 0.1, 2.7, match="control holds NaN")
+
+
+@covers("safedrive.box_corners", "safedrive.boxes_overlap", "safedrive.box_distance")
+def test_boxes_reject_negative_sizes_and_nan():
+    good = np.array([0.0, 0.0, 0.0, 4.5, 1.8])
+    neg = np.array([10.0, 0.0, 0.0, -4.5, 1.8])
+    rejects(sd.box_distance, good, neg, match="negative length")
+    rejects(sd.box_distance, good, np.array([10.0, 0.0, 0.0, 4.5, -1.8]), match="negative width")
+    rejects(sd.boxes_overlap, neg, good, match="negative length")
+    rejects(sd.box_corners, neg, match="negative length")
+    rejects(sd.box_distance, good, np.array([np.nan, 0.0, 0.0, 4.5, 1.8]), match="NaN")
+    assert sd.box_distance(good, np.array([10.0, 0.0, 0.0, 4.5, 1.8])) == pytest.approx(5.5)
+
+
+@covers("safedrive.grpo_loss")
+def test_grpo_loss_rejects_nan_rewards_and_positive_log_probs():
+    z = torch.full((2, 3), -1.0)
+    rejects(sd.grpo_loss, z, z, z, torch.tensor([[1.0, float("nan"), 0.0], [0.0, 1.0, 0.5]]), match="rewards holds NaN")
+    rejects(sd.grpo_loss, torch.full((2, 3), 0.5), z, z, torch.zeros(2, 3), match="logp_new holds positive")
+    rejects(sd.grpo_loss, z, z, torch.full((2, 3), float("nan")), torch.zeros(2, 3), match="logp_ref holds NaN")
+    rejects(sd.grpo_loss, torch.zeros(2, 3, dtype=torch.long), z, z, torch.zeros(2, 3), match="floating-point")
+    assert torch.isfinite(sd.grpo_loss(torch.zeros(2, 3), z, z, torch.rand(2, 3)))
+
+
+@covers("safedrive.graded_rewards")
+def test_graded_rewards_reject_a_bad_horizon_and_nan_distances():
+    d, t, f, off = np.array([1.0, 3.0]), np.array([2, 41]), np.array([41, 41]), np.zeros(2, bool)
+    rejects(sd.graded_rewards, d, t, f, off, 0, match="horizon")
+    rejects(sd.graded_rewards, d, t, f, off, 2.5, match="horizon")
+    rejects(sd.graded_rewards, np.array([np.nan, 1.0]), t, f, off, 40, match="min_dist")
+    rejects(sd.graded_rewards, np.array([-1.0, 1.0]), t, f, off, 40, match="min_dist")
+    assert sd.graded_rewards(d, t, f, off, 40).tolist() == [1.0, 0.0]

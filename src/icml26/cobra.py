@@ -151,6 +151,22 @@ def _check_forward_inputs(forward: Any, inputs: Any, baselines: Any) -> tuple[to
     return inputs, baselines
 
 
+def _call_forward(forward: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, layers: Mapping[str, nn.Module]) -> Any:
+    """``forward(x)``, with a dtype clash between ``x`` and the model named in our own words."""
+    try:
+        return forward(x)
+    except RuntimeError as exc:
+        msg = str(exc)
+        if "dtype" not in msg and "scalar type" not in msg:
+            raise
+        params = sorted({str(p.dtype) for mod in layers.values() for p in mod.parameters() if p.is_floating_point()})
+        raise TypeError(
+            f"forward failed on inputs of dtype {x.dtype}: the model's layers hold parameters of dtype "
+            f"{', '.join(params) or 'unknown'}; give inputs (and baselines) of the model's dtype, "
+            f"e.g. inputs.to({params[0] if len(params) == 1 else 'model_dtype'}) (torch said: {msg.splitlines()[0]})"
+        ) from exc
+
+
 def _conductance_many(
     forward: Callable[[torch.Tensor], torch.Tensor],
     layers: Mapping[str, nn.Module],
@@ -177,7 +193,7 @@ def _conductance_many(
     handles = [mod.register_forward_hook(hook_for(name)) for name, mod in layers.items()]
     try:
         with torch.enable_grad():
-            out = forward(path)
+            out = _call_forward(forward, path, layers)
             f = _select_target(out, target, n, n_steps + 1)  # ((m+1)*n,)
             missing = [k for k in layers if k not in captured]
             if missing:
@@ -244,6 +260,17 @@ def layer_conductance(
     torch.Tensor, shape (n, *layer_output_shape[1:])
         Conductance of each unit for each example.
 
+    Raises
+    ------
+    TypeError
+        For a non-callable ``forward``, a ``layer`` that is not a module or returns no
+        tensor, inputs that are not a non-empty floating-point tensor, or inputs whose
+        dtype the model cannot take (float32 inputs on a float64 model: the message names
+        both dtypes).
+    ValueError
+        For non-finite inputs or baselines, baselines that do not broadcast, a bad
+        ``target``, or a layer that ``forward`` does not call.
+
     References
     ----------
     Dhamdhere, Sundararajan & Yan, *How Important Is a Neuron?*, ICLR 2019; captum's
@@ -304,7 +331,7 @@ def layer_contributions(
         if target != "all":
             raise ValueError(f"target={target!r}: the only string allowed is 'all'")
         with torch.no_grad():
-            k_out = forward(inputs[:1]).reshape(1, -1).shape[1]
+            k_out = _call_forward(forward, inputs[:1], layers).reshape(1, -1).shape[1]
         targets: list[Any] = list(range(k_out))
     else:
         targets = [target]

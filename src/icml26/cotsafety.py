@@ -197,6 +197,15 @@ def head_jacobian_metrics(
         B1 = the largest :math:`\\lambda_{\\max}` over the rows, B2 = its unit eigenvector,
         B3 = the effective rank of that row's spectrum (eigenvalues by ``eigvalsh``).
 
+    Raises
+    ------
+    TypeError
+        For an ``attention`` that is neither a tensor nor an array, or settings that are not integers.
+    ValueError
+        For an attention matrix that is not 2-D, not finite, negative, or whose rows do
+        not sum to 1 (within ``1e-2``, room for half-precision softmax): rows that are not
+        probability distributions would be renormalised silently after the resize.
+
     References
     ----------
     Tong et al., ICML 2026, ``Head.py`` (``downsample_attn``, ``operator_features_from_attn``).
@@ -208,6 +217,11 @@ def head_jacobian_metrics(
         raise ValueError(f"attention must be a (T_q, T_k) matrix, got shape {tuple(a.shape)}")
     if not torch.isfinite(a).all() or (a < 0).any():
         raise ValueError("attention must be finite and non-negative")
+    off = (a.sum(1) - 1.0).abs()
+    if bool((off > 1e-2).any()):
+        row = int(off.argmax())
+        raise ValueError(f"attention must be row-stochastic (each row a softmax over keys, summing to 1); row {row} "
+                         f"sums to {float(a[row].sum()):.4g}. Normalise the rows first if that is what you mean")
     size = check_int(size, "size", low=2)
     n_rows = check_int(n_rows, "n_rows", low=1)
     n_iter = check_int(n_iter, "n_iter", low=1)

@@ -183,6 +183,11 @@ def key_covariance(keys: torch.Tensor) -> torch.Tensor:
     -------
     torch.Tensor, shape (d_k, d_k)
 
+    Raises
+    ------
+    ValueError
+        For keys that are not a non-empty ``(n, d_k)`` tensor, or hold NaN or inf.
+
     References
     ----------
     Meng et al. (2023), MEMIT, eq. (11): ``C_0 = λ E[k kᵀ]``.
@@ -216,10 +221,23 @@ def layer_update(keys: torch.Tensor, residuals: torch.Tensor, cov: torch.Tensor,
     torch.Tensor, shape (d, d_k)
         ``ΔW`` acting as ``out = W k``; for ``λ = α = 0`` and one key, ``ΔW k = r`` exactly.
 
+    Raises
+    ------
+    TypeError
+        For inputs that are not torch tensors (numpy arrays included), or ``lam``/``ridge``
+        that are not numbers.
+    ValueError
+        For mis-shaped or non-finite tensors, or a negative ``lam`` or ``ridge``.
+
     References
     ----------
     Meng et al. (2023), MEMIT, eq. (14); Liu et al. (2026), FE, the closed form of Sec. 3.
     """
+    for name, t in (("keys", keys), ("residuals", residuals), ("cov", cov)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__} (use torch.as_tensor)")
+        if not torch.isfinite(t).all():
+            raise ValueError(f"{name} contain NaN or inf; layer_update needs finite {name}")
     if keys.ndim != 2 or residuals.ndim != 2 or keys.shape[0] != residuals.shape[0]:
         raise ValueError(f"keys {tuple(keys.shape)} and residuals {tuple(residuals.shape)} must be (n, d_k) and (n, d)")
     if cov.shape != (keys.shape[1], keys.shape[1]):
@@ -732,6 +750,15 @@ def tune_and_test(model, tok, val_cases, test_cases, layers, covs, cfg: EditConf
         One row per method: ``method``, chosen ``lam``, ``clamp``, validation ``score``, the
         test metrics of :func:`edit_metrics` and ``residual`` (mean per layer, a list).
 
+    Raises
+    ------
+    TypeError
+        For ``lams``, ``clamps`` or ``methods`` given as one string, or grid entries that
+        are not numbers.
+    ValueError
+        For empty case lists or grids, a negative ``lam``, a non-positive ``clamp``, or an
+        unknown method.
+
     References
     ----------
     Liu et al. (2026), FE (hyper-parameters per method; README: FE needs a smaller clamp).
@@ -740,8 +767,18 @@ def tune_and_test(model, tok, val_cases, test_cases, layers, covs, cfg: EditConf
 
     if not val_cases or not test_cases:
         raise ValueError("val_cases and test_cases must be non-empty")
+    for name, seq in (("lams", lams), ("clamps", clamps), ("methods", methods)):
+        if isinstance(seq, (str, bytes)):
+            raise TypeError(f"{name}={seq!r} is a single string; give a list (it would be read character by character)")
     if not lams or not clamps:
         raise ValueError("lams and clamps must be non-empty")
+    for lam in lams:
+        check_real(lam, "an entry of lams", lo=0.0)
+    for c in clamps:
+        check_real(c, "an entry of clamps", lo=0.0, lo_open=True)
+    bad = [m for m in methods if m not in METHODS]
+    if bad or not methods:
+        raise ValueError(f"methods {bad or list(methods)!r} are not editing methods; use some of {', '.join(METHODS)}")
     rows = []
     for m in methods:
         best = None

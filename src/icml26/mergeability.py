@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -493,6 +494,12 @@ def _check_vectors(base: Mapping[str, torch.Tensor], task_vectors: Sequence[Mapp
             if tuple(tv[k].shape) != tuple(base[k].shape):
                 raise ValueError(f"cannot merge models of different shapes: parameter {k!r} has shape "
                                  f"{tuple(tv[k].shape)} in task vector {i} and {tuple(base[k].shape)} in the base")
+            if not torch.isfinite(tv[k]).all():
+                raise ValueError(f"parameter {k!r} of task vector {i} holds NaN or infinite values; "
+                                 "task vectors must be finite")
+    for k in base:
+        if not torch.isfinite(base[k]).all():
+            raise ValueError(f"parameter {k!r} of the base holds NaN or infinite values; the base must be finite")
 
 
 def _flat(tv: Mapping[str, torch.Tensor], keys: Sequence[str]) -> torch.Tensor:
@@ -580,6 +587,15 @@ def merge_ties(base, task_vectors, *, density: float = 0.2, lam: float = 1.0, pe
     -------
     dict of str to torch.Tensor
 
+    Raises
+    ------
+    TypeError
+        For a base or task vectors that are not dicts of tensors, or a non-bool ``per_tensor``.
+    ValueError
+        For mismatched or non-finite parameters, ``density`` outside (0, 1] or so small that
+        ``int(density * size)`` keeps no entry (of the flattened vector, or of some tensor
+        when ``per_tensor``), or ``lam <= 0``.
+
     References
     ----------
     Yadav et al., "TIES-Merging", NeurIPS 2023.
@@ -587,10 +603,24 @@ def merge_ties(base, task_vectors, *, density: float = 0.2, lam: float = 1.0, pe
     from peft.utils.merge_utils import ties
 
     _check_vectors(base, task_vectors)
-    density = check_real(density, "density", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    density = check_real(density, "density", lo=0.0, hi=1.0, lo_open=True)
     lam = check_real(lam, "lam", lo=0.0, lo_open=True)
     if not isinstance(per_tensor, (bool, np.bool_)):
         raise TypeError(f"per_tensor={per_tensor!r} must be a bool")
+    sizes = ({f"parameter {k!r}": b.numel() for k, b in base.items()} if per_tensor
+             else {"the flattened task vector": sum(b.numel() for b in base.values())})
+    for what, size in sizes.items():
+        if int(density * size) < 1:  # peft keeps int(density * size) entries: none would be kept
+            raise ValueError(f"density={density!r} keeps no entry of {what} ({size} entries, int(density * {size}) = 0), "
+                             f"so TIES would return the base unchanged; use density >= {1 / size:.3g}")
+    if density == 1.0:  # no trimming; peft warns "no pruning will be performed", which is what was asked
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="The density .* no pruning", category=UserWarning)
+            return _ties(base, task_vectors, ties, density, lam, per_tensor)
+    return _ties(base, task_vectors, ties, density, lam, per_tensor)
+
+
+def _ties(base, task_vectors, ties, density, lam, per_tensor):
     if per_tensor:
         out = {}
         for k, b in base.items():
@@ -774,11 +804,20 @@ def score_pair_merges(
     dict
         ``result[method]`` holds ``"normalised"`` (P,), ``"accuracy"`` (P, 2) and, for
         task arithmetic, ``"alpha"`` (P,).
+
+    Raises
+    ------
+    TypeError
+        For ``ft``/``tasks`` of the wrong type, or ``methods`` given as one string.
+    ValueError
+        For bad pairs, unknown or no methods, or non-positive ``alphas``.
     """
     base = _check_backbone(base)
     if not isinstance(ft, FineTuned) or not isinstance(tasks, DigitTasks):
         raise TypeError("ft must be a FineTuned and tasks a DigitTasks")
     pairs = _check_pairs(pairs, tasks.n_tasks)
+    if isinstance(methods, (str, bytes)):
+        raise TypeError(f"methods={methods!r} is a single string; give a list of merge methods, e.g. [{methods!r}]")
     bad = [m for m in methods if m not in MERGE_METHODS]
     if bad or not methods:
         raise ValueError(f"methods {bad or list(methods)} are not merge methods; use some of {', '.join(MERGE_METHODS)}")
@@ -1163,6 +1202,16 @@ def _check_xy(X, y) -> tuple[np.ndarray, np.ndarray]:
     return X, y
 
 
+def _check_correlatable(X: np.ndarray, y: np.ndarray, where: str) -> None:
+    """Pearson r of ``X w`` with ``y`` is undefined (its gradient NaN) for a constant ``y`` or ``X``."""
+    if np.ptp(y) == 0:
+        raise ValueError(f"y is constant ({y[0]!r} for all {y.size} rows{where}); Pearson r with a constant target is "
+                         "undefined and the fit would return NaN coefficients; give a target that varies, or objective='mse'")
+    if np.all(np.ptp(X, axis=0) == 0):
+        raise ValueError(f"every column of X is constant{where}, so X w is constant for every w and Pearson r undefined; "
+                         "give at least one metric that varies, or objective='mse'")
+
+
 def _check_fit_args(lam, lr, max_steps, patience, objective):
     if objective not in ("pearson", "mse"):
         raise ValueError(f"objective={objective!r} is not known; use 'pearson' or 'mse'")
@@ -1208,15 +1257,29 @@ def fit_pearson_l1(
     -------
     numpy.ndarray, shape (d,)
 
+    Raises
+    ------
+    ValueError
+        For mis-shaped or non-finite ``X``/``y``, an unknown ``objective``, settings out of
+        range (``lam, tol, init_sd >= 0``, ``lr > 0``, integers ``max_steps, patience >= 1``),
+        or, for ``objective="pearson"``, a constant ``y`` or an ``X`` whose columns are all
+        constant (Pearson r is then undefined).
+    TypeError
+        For settings that are not numbers.
+
     References
     ----------
     Zhou et al. (2026); ``scripts/linear_optimization_loto_l1.py`` of the authors' repo.
     """
     X, y = _check_xy(X, y)
     lam, lr, max_steps, patience = _check_fit_args(lam, lr, max_steps, patience, objective)
+    tol = check_real(tol, "tol", lo=0.0)
+    init_sd = check_real(init_sd, "init_sd", lo=0.0)
+    if objective == "pearson":
+        _check_correlatable(X, y, "")
     Xt = torch.from_numpy(X)[None]
     m = torch.ones(1, X.shape[0], dtype=torch.float64)
-    w = _fit_batched(Xt, torch.from_numpy(y), m, lam, lr, max_steps, patience, float(tol), float(init_sd),
+    w = _fit_batched(Xt, torch.from_numpy(y), m, lam, lr, max_steps, patience, tol, init_sd,
                      torch_generator(random_state), objective)
     return w[0].numpy()
 
@@ -1297,6 +1360,13 @@ def loto_mergeability(
     -------
     LotoResult
 
+    Raises
+    ------
+    ValueError
+        As :func:`fit_pearson_l1`, for pairs that do not match the rows of ``M`` or cover
+        fewer than 4 tasks, and (``objective="pearson"``) when a fold's training target or
+        all its training metrics are constant.
+
     References
     ----------
     Zhou et al. (2026); ``run_loto_cv_l1`` in the authors' repo.
@@ -1321,6 +1391,9 @@ def loto_mergeability(
     Xf = torch.stack(Xs)  # (F, P, d): all pairs scaled with each fold's training statistics
     mtr = torch.from_numpy(np.stack(train_masks)).double()
     tol = check_real(tol, "tol", lo=0.0)
+    if objective == "pearson":
+        for h, tr in zip(tasks, train_masks):
+            _check_correlatable(M[tr], y[tr], f" in the training pairs of the fold that holds out task {h}")
     coef = _fit_batched(Xf, yt, mtr, lam, lr, max_steps, patience, tol, 0.1, torch_generator(random_state), objective)
     preds = torch.einsum("fnd,fd->fn", Xf, coef).numpy()
     fold_r, train_r, pv, tv = [], [], [], []

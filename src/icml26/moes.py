@@ -368,6 +368,16 @@ def _check_coords(molecule: Molecule, x: Any, name: str = "x") -> np.ndarray:
     return x
 
 
+def _non_finite(molecule: Molecule, x: np.ndarray, what: str) -> ValueError:
+    """The error for a geometry where MMFF94 is undefined, naming the closest pair of atoms."""
+    d = np.linalg.norm(x[:, None] - x[None], axis=-1)
+    d[np.diag_indices_from(d)] = np.inf
+    i, j = np.unravel_index(np.argmin(d), d.shape)
+    return ValueError(f"MMFF94 {what} of molecule {molecule.name!r} is not finite at these coordinates: atoms {min(i, j)} "
+                      f"and {max(i, j)} are {d[i, j]:.3g} Å apart (coincident atoms make the force field undefined); "
+                      "give coordinates with distinct atom positions")
+
+
 def mmff_energy(molecule: Molecule, x: np.ndarray) -> float:
     """MMFF94 energy of ``molecule`` at coordinates ``x``.
 
@@ -381,10 +391,21 @@ def mmff_energy(molecule: Molecule, x: np.ndarray) -> float:
     -------
     float
         Energy in kcal/mol.
+
+    Raises
+    ------
+    TypeError
+        For a ``molecule`` that is not a :class:`Molecule`.
+    ValueError
+        For coordinates of the wrong shape or not finite, or where the energy is not
+        finite (coincident atoms; the message names the closest pair).
     """
     molecule = _check_molecule(molecule)
     x = _check_coords(molecule, x)
-    return float(molecule.ff.CalcEnergy(x.ravel().tolist()))
+    e = float(molecule.ff.CalcEnergy(x.ravel().tolist()))
+    if not math.isfinite(e):
+        raise _non_finite(molecule, x, "energy")
+    return e
 
 
 mmff_energy.__doc__ += _REF
@@ -403,6 +424,14 @@ def mmff_forces(molecule: Molecule, x: np.ndarray) -> np.ndarray:
     -------
     ndarray, shape (n, 3)
         Forces in kcal/mol/Å (RDKit's ``CalcGrad`` returns the gradient; its sign is flipped).
+
+    Raises
+    ------
+    TypeError
+        For a ``molecule`` that is not a :class:`Molecule`.
+    ValueError
+        For coordinates of the wrong shape or not finite, or where the forces are not
+        finite (coincident atoms; the message names the closest pair).
     """
     molecule = _check_molecule(molecule)
     x = _check_coords(molecule, x)
@@ -410,7 +439,10 @@ def mmff_forces(molecule: Molecule, x: np.ndarray) -> np.ndarray:
     # RDKit's CalcGrad(pos) reuses state left by the last CalcEnergy call (the oracle test
     # fails without this line: the gradient then belongs partly to the previous geometry)
     molecule.ff.CalcEnergy(pos)
-    return -np.asarray(molecule.ff.CalcGrad(pos), dtype=float).reshape(-1, 3)
+    f = -np.asarray(molecule.ff.CalcGrad(pos), dtype=float).reshape(-1, 3)
+    if not np.all(np.isfinite(f)):
+        raise _non_finite(molecule, x, "forces")
+    return f
 
 
 mmff_forces.__doc__ += _REF

@@ -38,6 +38,7 @@ Z. Shao et al. *DeepSeekMath* (2024), arXiv:2402.03300 — GRPO.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -266,6 +267,14 @@ def bicycle_step(state: Any, control: Any, dt: float, wheelbase: float) -> Any:
     -------
     array or tensor, shape (..., 4)
 
+    Raises
+    ------
+    TypeError
+        For ``dt`` or ``wheelbase`` that are not numbers.
+    ValueError
+        For non-positive ``dt`` or ``wheelbase``, shapes that do not end in 4 and 2, or a
+        state or control holding NaN or infinity.
+
     References
     ----------
     Rajamani, *Vehicle Dynamics and Control*, Springer (2012), §2.2 — kinematic bicycle.
@@ -276,6 +285,16 @@ def bicycle_step(state: Any, control: Any, dt: float, wheelbase: float) -> Any:
     if getattr(state, "shape", (None,))[-1:] != (4,) or getattr(control, "shape", (None,))[-1:] != (2,):
         raise ValueError(f"state must end in 4 ([x, y, heading, speed]) and control in 2 ([accel, steer]); got shapes "
                          f"{getattr(state, 'shape', None)} and {getattr(control, 'shape', None)}")
+    for name, z in (("state", state), ("control", control)):
+        fin = np.isfinite(z) if isinstance(z, np.ndarray) else __import__("torch").isfinite(z)
+        if not bool(fin.all()):
+            raise ValueError(f"{name} holds NaN or infinite values; the bicycle model needs a finite {name}")
+    return _bicycle_step(state, control, dt, wheelbase)
+
+
+def _bicycle_step(state: Any, control: Any, dt: float, wheelbase: float) -> Any:
+    """:func:`bicycle_step` without the input checks (the library's own rollouts)."""
+    dt, wheelbase = float(dt), float(wheelbase)
     x, y, th, v = state[..., 0], state[..., 1], state[..., 2], state[..., 3]
     a, d = control[..., 0], control[..., 1]
     if isinstance(state, np.ndarray):
@@ -307,11 +326,29 @@ def idm_accel(v: Any, v_lead: Any, gap: Any, v0: Any, config: RoadConfig | None 
     -------
     ndarray
 
+    Raises
+    ------
+    TypeError
+        For a ``config`` that is not a :class:`RoadConfig`.
+    ValueError
+        For a NaN or non-positive ``gap``, a non-finite or non-positive ``v0``, or speeds
+        ``v`` or ``v_lead`` that are NaN, infinite or negative.
+
     References
     ----------
     Treiber, Hennecke & Helbing, Phys. Rev. E 62:1805 (2000) — IDM.
     """
     c = _check_config(config)
+    for name, z in (("v", v), ("v_lead", v_lead)):
+        z = np.asarray(z, dtype=float)
+        bad = ~np.isfinite(z) | (z < 0)
+        if bad.any():
+            raise ValueError(f"{name} (a speed) must be finite and >= 0; got {z[bad].ravel()[0]!r}")
+    return _idm_accel(v, v_lead, gap, v0, c)
+
+
+def _idm_accel(v: Any, v_lead: Any, gap: Any, v0: Any, c: RoadConfig) -> np.ndarray:
+    """:func:`idm_accel` without the speed checks (the library's traffic model: absent slots may hold anything)."""
     v, v_lead, gap, v0 = (np.asarray(z, dtype=float) for z in (v, v_lead, gap, v0))
     if np.any(np.isnan(gap)) or np.any(gap <= 0):
         raise ValueError(f"gap must be > 0 (inf for no leader) and not NaN; got {gap.ravel()[:5].tolist()}")
@@ -351,6 +388,19 @@ def idm_equilibrium_gap(v: float, v0: float, config: RoadConfig | None = None) -
 
 
 # ----------------------------------------------------------------------------- geometry
+def _check_boxes(boxes: Any, name: str) -> np.ndarray:
+    b = np.asarray(boxes, dtype=float)
+    if b.shape[-1:] != (5,):
+        raise ValueError(f"{name} must have shape (..., 5) [x, y, heading, length, width]; got {b.shape}")
+    if not np.all(np.isfinite(b)):
+        raise ValueError(f"{name} hold NaN or infinite values; boxes [x, y, heading, length, width] must be finite")
+    for j, what in ((3, "length"), (4, "width")):
+        if np.any(b[..., j] < 0):
+            raise ValueError(f"{name} have a negative {what} ({b[..., j][b[..., j] < 0].ravel()[0]!r}); "
+                             f"a box's {what} must be >= 0")
+    return b
+
+
 def box_corners(boxes: np.ndarray) -> np.ndarray:
     """Corners of oriented boxes ``[x, y, heading, length, width]``, counter-clockwise.
 
@@ -362,13 +412,19 @@ def box_corners(boxes: np.ndarray) -> np.ndarray:
     -------
     ndarray, shape (..., 4, 2)
 
+    Raises
+    ------
+    ValueError
+        For boxes not of shape ``(..., 5)``, non-finite, or with a negative length or width.
+
     References
     ----------
     Gottschalk, Lin & Manocha, *OBBTree*, SIGGRAPH 1996 — the separating-axis test for oriented boxes.
     """
-    b = np.asarray(boxes, dtype=float)
-    if b.shape[-1:] != (5,):
-        raise ValueError(f"boxes must have shape (..., 5) [x, y, heading, length, width]; got {b.shape}")
+    return _box_corners(_check_boxes(boxes, "boxes"))
+
+
+def _box_corners(b: np.ndarray) -> np.ndarray:
     c, s = np.cos(b[..., 2]), np.sin(b[..., 2])
     hl, hw = b[..., 3] / 2, b[..., 4] / 2
     sx = np.array([1, -1, -1, 1])
@@ -395,10 +451,19 @@ def boxes_overlap(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     -------
     ndarray of bool, shape (...)
 
+    Raises
+    ------
+    ValueError
+        For boxes not of shape ``(..., 5)``, non-finite, or with a negative length or width.
+
     References
     ----------
     Gottschalk, Lin & Manocha, *OBBTree*, SIGGRAPH 1996 — the separating-axis test for oriented boxes.
     """
+    return _boxes_overlap(_check_boxes(a, "a"), _check_boxes(b, "b"))
+
+
+def _boxes_overlap(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a = np.asarray(a, dtype=float)
     b = np.asarray(b, dtype=float)
     if a.shape[-1:] != (5,) or b.shape[-1:] != (5,):
@@ -437,14 +502,23 @@ def box_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     -------
     ndarray, shape (...)
 
+    Raises
+    ------
+    ValueError
+        For boxes not of shape ``(..., 5)``, non-finite, or with a negative length or width.
+
     References
     ----------
     Ericson, *Real-Time Collision Detection*, Morgan Kaufmann (2005), §5.1 — closest points.
     """
+    return _box_distance(_check_boxes(a, "a"), _check_boxes(b, "b"))
+
+
+def _box_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a = np.asarray(a, dtype=float)
     b = np.asarray(b, dtype=float)
-    ov = boxes_overlap(a, b)
-    ca, cb = box_corners(a), box_corners(b)
+    ov = _boxes_overlap(a, b)
+    ca, cb = _box_corners(a), _box_corners(b)
     ca, cb = np.broadcast_arrays(ca, cb)
     ea0, ea1 = ca, np.roll(ca, -1, axis=-2)
     eb0, eb1 = cb, np.roll(cb, -1, axis=-2)
@@ -480,7 +554,7 @@ def check_no_overlap(states0: np.ndarray, present: np.ndarray, config: RoadConfi
     c = _check_config(config)
     s0, pr = _check_initial(states0, present)
     bx = _boxes(s0, c)
-    ov = boxes_overlap(bx[:, :, None], bx[:, None, :])  # (S, N, N)
+    ov = _boxes_overlap(bx[:, :, None], bx[:, None, :])  # (S, N, N)
     ov &= pr[:, :, None] & pr[:, None, :]
     n = s0.shape[1]
     ov &= ~np.eye(n, dtype=bool)[None]
@@ -527,12 +601,24 @@ def sample_initial_scenes(n_scenes: int, *, n_agents: tuple[int, int] = (4, 8), 
     config : RoadConfig, optional
     random_state : int, Generator or None
 
+    Raises
+    ------
+    TypeError
+        For a ``config`` that is not a :class:`RoadConfig`, or counts that are not integers.
+    ValueError
+        For ``n_agents`` that is not a pair ``(low, high)`` with ``1 <= low <= high``, or
+        when a scene cannot be filled: the agents are placed by at most 200 random draws
+        (4–8 agents on the default road use at most ~30), and a scene that still lacks
+        agents after them is an error naming how many were placed, never a smaller scene.
+
     References
     ----------
     Zhou et al., *SafeMVDrive / SMD*, ICML 2026, arXiv:2505.17727; https://github.com/zhoujiawei3/SafeMVDrive
     """
     c = _check_config(config)
     n_scenes = check_int(n_scenes, "n_scenes")
+    if isinstance(n_agents, (str, bytes)) or not isinstance(n_agents, Sequence) or len(n_agents) != 2:
+        raise ValueError(f"n_agents={n_agents!r} must be a pair (low, high) of agent counts")
     lo, hi = (check_int(k, "n_agents", low=1) for k in n_agents)
     if lo > hi:
         raise ValueError(f"n_agents={n_agents!r} must be (low, high) with low <= high")
@@ -560,6 +646,13 @@ def sample_initial_scenes(n_scenes: int, *, n_agents: tuple[int, int] = (4, 8), 
             v0[s, slot] = rng.uniform(10, 16)
             present[s, slot] = True
             slot += 1
+        if slot <= k:  # the 200 draws ran out: say so rather than return a scene with fewer agents
+            per_lane = int(95.0 // (c.length + 6.0)) + 1
+            raise ValueError(
+                f"sample_initial_scenes could place only {slot - 1} of the {k} agents drawn for scene {s} "
+                f"(n_agents={n_agents!r}) in 200 random draws: {c.n_lanes} lanes of x in [-35, 60) m with "
+                f"{c.length + 6.0:g} m between vehicles of a lane hold at most {c.n_lanes * per_lane - 1} agents, "
+                "and random placement fills far fewer; ask for fewer agents or more lanes")
         for j in range(slot, n):  # absent slots: parked far off the road, never interact
             states[s, j] = [-1000.0 - 50.0 * j, -100.0, 0.0, 0.0]
     return states, present, v0
@@ -607,7 +700,7 @@ def _traffic_controls(st: np.ndarray, present: np.ndarray, v0: np.ndarray, targe
     lc = np.argmin(g_cur, axis=-1)
     gap_cur = np.take_along_axis(g_cur, lc[..., None], -1)[..., 0]
     v_cur = np.take_along_axis(vl, lc[..., None], -1)[..., 0]
-    a_cur = idm_accel(v, v_cur, np.maximum(gap_cur, 0.1), v0, c)
+    a_cur = _idm_accel(v, v_cur, np.maximum(gap_cur, 0.1), v0, c)
     new_target = target.copy()
     if decide:
         lane = _lane_of(y, c)
@@ -621,8 +714,8 @@ def _traffic_controls(st: np.ndarray, present: np.ndarray, v0: np.ndarray, targe
             v_n = np.take_along_axis(vl, lnc[..., None], -1)[..., 0]
             gf_n = np.take_along_axis(gap_f, lnc[..., None], -1)[..., 0]
             vf_n = np.take_along_axis(vf, lnc[..., None], -1)[..., 0]
-            a_new = idm_accel(v, v_n, np.maximum(g_n, 0.1), v0, c)
-            a_fol = idm_accel(vf_n, v, np.maximum(gf_n, 0.1), np.full_like(v, 30.0), c)
+            a_new = _idm_accel(v, v_n, np.maximum(g_n, 0.1), v0, c)
+            a_fol = _idm_accel(vf_n, v, np.maximum(gf_n, 0.1), np.full_like(v, 30.0), c)
             safe = (g_n > 2.0) & (gf_n > 2.0) & (a_fol > -c.b_safe)
             gain = a_new - a_cur
             take = valid & safe & (gain > best_gain)
@@ -682,7 +775,7 @@ def rollout_traffic(states0: np.ndarray, present: np.ndarray, v0: np.ndarray, ho
     for t in range(horizon):
         ctrl, target = _traffic_controls(states[:, t], pr, v0, target, t % c.lc_every == 0, c)
         controls[:, t] = ctrl
-        nxt = bicycle_step(states[:, t], ctrl, c.dt, c.wheelbase)
+        nxt = _bicycle_step(states[:, t], ctrl, c.dt, c.wheelbase)
         states[:, t + 1] = np.where(pr[..., None], nxt, states[:, t])
     return SceneBatch(states, controls, pr.copy(), v0.copy(), c)
 
@@ -837,7 +930,7 @@ def benign_scenes(n_scenes: int, horizon: int = 40, *, n_agents: tuple[int, int]
 
 def _any_collision(b: SceneBatch) -> np.ndarray:
     bx = _boxes(b.states, b.config)  # (S, T+1, N, 5)
-    ov = boxes_overlap(bx[:, :, :, None], bx[:, :, None, :])
+    ov = _boxes_overlap(bx[:, :, :, None], bx[:, :, None, :])
     pm = b.present[:, None, :, None] & b.present[:, None, None, :] & ~np.eye(b.present.shape[1], dtype=bool)
     return (ov & pm).any((1, 2, 3))
 
@@ -1009,7 +1102,7 @@ def track_waypoints(state0: np.ndarray, waypoints: np.ndarray, *, steps: int = 2
         alpha = np.arctan2(rel[:, 1], rel[:, 0]) - cur[:, 2]
         steer = np.clip(np.arctan(2 * c.wheelbase * np.sin(alpha) / ld), -c.steer_max, c.steer_max)
         acc = np.clip(2.0 * (v_ref - cur[:, 3]), lo, hi)
-        out[:, n + 1] = bicycle_step(cur, np.stack([acc, steer], -1), c.dt, c.wheelbase)
+        out[:, n + 1] = _bicycle_step(cur, np.stack([acc, steer], -1), c.dt, c.wheelbase)
     return out
 
 
@@ -1206,7 +1299,7 @@ def plan_collisions(planner: Any, scenes: SceneBatch, frames: np.ndarray, *, res
     tr = track_waypoints(st0, wp, steps=steps, config=b.config)[:, 1:]  # (SF, steps, 4)
     fut = b.states[np.arange(S)[:, None, None], fr[..., None] + np.arange(1, steps + 1)]  # (S, F, steps, N, 4)
     fut = fut.reshape(S * F, steps, -1, 4)
-    ov = boxes_overlap(_boxes(tr, b.config)[:, :, None], _boxes(fut, b.config))  # (SF, steps, N)
+    ov = _boxes_overlap(_boxes(tr, b.config)[:, :, None], _boxes(fut, b.config))  # (SF, steps, N)
     mask = np.repeat(b.present, F, 0).copy()
     mask[:, 0] = False
     return (ov & mask[:, None, :]).any((1, 2)).reshape(S, F)
@@ -1247,7 +1340,7 @@ def _rollout_torch(s0, ctrl, c: RoadConfig):
 
     out = [s0]
     for t in range(ctrl.shape[-2]):
-        out.append(bicycle_step(out[-1], ctrl[..., t, :], c.dt, c.wheelbase))
+        out.append(_bicycle_step(out[-1], ctrl[..., t, :], c.dt, c.wheelbase))
     return torch.stack(out, -2)  # (..., T+1, 4)
 
 
@@ -1331,11 +1424,11 @@ def _outcome(b: SceneBatch, si: np.ndarray, adv: np.ndarray, adv_traj: np.ndarra
     """Exact min box distance ego–adversary, first contact step, off-road and contact with others first."""
     c = b.config
     ego = b.states[si, :, 0] if ego_traj is None else ego_traj
-    dist = box_distance(_boxes(ego, c), _boxes(adv_traj, c))  # (B, T+1)
+    dist = _box_distance(_boxes(ego, c), _boxes(adv_traj, c))  # (B, T+1)
     hit = dist <= 0
     t_hit = np.where(hit.any(1), hit.argmax(1), b.horizon + 1)
     others = b.states[si].copy()  # (B, T+1, N, 4)
-    ov = boxes_overlap(_boxes(adv_traj, c)[:, :, None], _boxes(others, c))
+    ov = _boxes_overlap(_boxes(adv_traj, c)[:, :, None], _boxes(others, c))
     m = b.present[si].copy()
     m[np.arange(len(si)), adv] = False
     m[:, 0] = False
@@ -1369,15 +1462,28 @@ def graded_rewards(min_dist: np.ndarray, t_hit: np.ndarray, first_other: np.ndar
     horizon : int
     near_miss : float
 
+    Raises
+    ------
+    TypeError
+        For a ``horizon`` that is not an integer.
+    ValueError
+        For arrays of different shapes, a NaN or negative ``min_dist``, NaN steps, a
+        ``horizon < 1`` or a non-positive ``near_miss``.
+
     References
     ----------
     Zhou et al., *SafeMVDrive / SMD*, ICML 2026, arXiv:2505.17727; https://github.com/zhoujiawei3/SafeMVDrive (``vlm-selector`` reward functions).
     """
     near_miss = check_real(near_miss, "near_miss", lo=0.0, lo_open=True)
+    horizon = check_int(horizon, "horizon", low=1)
     arrays = [np.asarray(z) for z in (min_dist, t_hit, first_other, off_road)]
     if len({z.shape for z in arrays}) != 1 or arrays[0].ndim != 1:
         raise ValueError(f"min_dist, t_hit, first_other and off_road must be 1-D of one length; got {[z.shape for z in arrays]}")
     md, th, fo, off = arrays
+    for name, z in (("min_dist", md), ("t_hit", th), ("first_other", fo)):
+        if z.dtype.kind not in "iuf" or np.any(np.isnan(z)) or np.any(z < 0):
+            raise ValueError(f"{name} must hold numbers >= 0 without NaN; got dtype {z.dtype}, "
+                             f"values {z.ravel()[:5].tolist()}")
     feasible = (th <= horizon) & (fo > th) & ~off.astype(bool)
     return np.where(feasible, 1.0, np.where((md < near_miss) & ~off.astype(bool), 0.5, 0.0))
 
@@ -1546,11 +1652,11 @@ def make_scenarios(scenes: SceneBatch, choice: np.ndarray, attack_trajs: np.ndar
     states[np.arange(len(att)), :, adv] = at
     states[:, :, 0] = ego
     bx = _boxes(states, c)
-    dist = box_distance(bx[:, :, 0], bx[np.arange(len(att)), :, adv])  # (B, T+1)
+    dist = _box_distance(bx[:, :, 0], bx[np.arange(len(att)), :, adv])  # (B, T+1)
     md = dist.min(1)
     m = b.present[att].copy()
     m[:, 0] = False
-    touch = (boxes_overlap(bx[:, :, :1], bx) & m[:, None]).any((1, 2))
+    touch = (_boxes_overlap(bx[:, :, :1], bx) & m[:, None]).any((1, 2))
     on_road = (ego[..., 1] >= 0).all(1) & (ego[..., 1] <= c.road_width).all(1)
     kept = (md >= lo) & (md <= hi) & ~touch & on_road
     gen = SceneBatch(states[kept], np.zeros((int(kept.sum()), b.horizon) + b.present.shape[1:] + (2,)), b.present[att][kept],
@@ -1734,10 +1840,34 @@ def grpo_loss(logp_new, logp_old, logp_ref, rewards, *, clip_eps: float = 0.2, b
     torch.Tensor
         Scalar loss.
 
+    Raises
+    ------
+    TypeError
+        For settings that are not numbers.
+    ValueError
+        For inputs of different shapes, not ``(B, G)`` with ``G >= 2``, rewards that are
+        not finite, or log-probabilities that are NaN, infinite or positive (above
+        ``1e-6``, which leaves room for round-off).
+
     References
     ----------
     VLM-R1 / open-r1-multimodal ``grpo_trainer`` (used by the SafeMVDrive code).
     """
+    import torch
+
+    for name, z in (("logp_new", logp_new), ("logp_old", logp_old), ("logp_ref", logp_ref), ("rewards", rewards)):
+        t = torch.as_tensor(z).detach()
+        if not t.is_floating_point() and name != "rewards":
+            raise TypeError(f"{name} must be floating-point log-probabilities, got dtype {t.dtype}")
+        if not bool(torch.isfinite(t).all()):
+            raise ValueError(f"{name} holds NaN or infinite values; GRPO needs finite {name}")
+        if name != "rewards" and bool((t > 1e-6).any()):
+            raise ValueError(f"{name} holds positive values (max {float(t.max()):.3g}); log-probabilities must be <= 0")
+    return _grpo_loss(logp_new, logp_old, logp_ref, rewards, clip_eps=clip_eps, beta=beta, eps=eps)
+
+
+def _grpo_loss(logp_new, logp_old, logp_ref, rewards, *, clip_eps: float = 0.2, beta: float = 0.01, eps: float = 1e-4):
+    """:func:`grpo_loss` without the checks of its tensors' values (the library's own training loop)."""
     import torch
 
     clip_eps = check_real(clip_eps, "clip_eps", lo=0.0, lo_open=True)
@@ -1811,7 +1941,7 @@ def train_selector(policy: SelectorPolicy, features: np.ndarray, mask: np.ndarra
         rew = torch.as_tensor(r[idx][np.arange(len(idx))[:, None], acts.numpy()])
         for _ in range(inner):
             lp_new = policy.log_probs(f[idx], m[idx]).gather(1, acts)
-            loss = grpo_loss(lp_new, lp_old, lp_ref, rew, clip_eps=clip_eps, beta=beta)
+            loss = _grpo_loss(lp_new, lp_old, lp_ref, rew, clip_eps=clip_eps, beta=beta)
             opt.zero_grad()
             loss.backward()
             opt.step()

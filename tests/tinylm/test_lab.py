@@ -108,6 +108,25 @@ def test_tokenizer_rejects_bad_input():
     rejects(tokenizer.word_vocabulary, ["ok", 3], match="texts")
 
 
+
+@covers("tinylm.tokenizer.word_vocabulary")
+def test_word_vocabulary_refuses_a_single_string():
+    # word_vocabulary("the cat sat") used to iterate the string and return its letters
+    rejects(tokenizer.word_vocabulary, "the cat sat", match="single str.*list of texts")
+    rejects(tokenizer.word_vocabulary, b"the cat", match="single bytes")
+    assert tokenizer.word_vocabulary(["the cat sat"]) == ["cat", "sat", "the"]
+
+
+@covers("tinylm.lab.load_or_train")
+def test_load_or_train_names_an_unknown_corpus_generator(tmp_path):
+    # Recipe(corpus="no.such:fn") used to surface "No module named 'no'"
+    rejects(lab.load_or_train, lab.Recipe(corpus="no.such:fn"), cache_dir=tmp_path, match=r"corpus='no\.such:fn'.*cannot import module 'no\.such'")
+    rejects(lab.load_or_train, lab.Recipe(corpus="icml26.tinylm.facts:no_such_fn"), cache_dir=tmp_path,
+            match="has no 'no_such_fn'")
+    rejects(lab.load_or_train, lab.Recipe(corpus="icml26.tinylm.lab:_CONFIG_DEFAULTS"), cache_dir=tmp_path,
+            match="not a function")
+
+
 @covers("tinylm.facts.make_fact_base", "tinylm.facts.fact_corpus", "tinylm.facts.counterfactual_edits",
         "tinylm.facts.FactBase")
 def test_facts_reject_bad_input():

@@ -205,6 +205,22 @@ def test_bad_inputs_to_training_and_sampling():
     rejects(D.euler_sample, nn.Linear(2, 2), (2, 3, 4, 8, 8))
 
 
+@covers("videolab.dit.flow_matching_loss")
+def test_flow_matching_loss_rejects_nan_videos_and_times_outside_the_unit_interval():
+    m = D.TinyDiT(D.DiTConfig(**SMALL))
+    x = torch.randn(2, 3, 4, 8, 8)
+    bad = x.clone()
+    bad[0, 0, 0, 0, 0] = float("nan")
+    rejects(D.flow_matching_loss, m, bad, random_state=0, match="x .*NaN")
+    rejects(D.flow_matching_loss, m, x, t=torch.tensor([0.5, 1.5]), random_state=0, match=r"t holds 1\.5.*\[0, 1\]")
+    rejects(D.flow_matching_loss, m, x, t=torch.tensor([-0.1, 0.5]), random_state=0, match=r"\[0, 1\]")
+    rejects(D.flow_matching_loss, m, x, t=torch.tensor([float("nan"), 0.5]), random_state=0, match=r"\[0, 1\]")
+    rejects(D.flow_matching_loss, m, x, t=torch.rand(3), random_state=0, match="t has shape")
+    rejects(D.flow_matching_loss, m, x, noise=torch.full_like(x, float("inf")), random_state=0, match="noise holds NaN")
+    rejects(D.flow_matching_loss, m, x.numpy(), random_state=0, match="torch.Tensor")
+    assert torch.isfinite(D.flow_matching_loss(m, x, t=torch.tensor([0.0, 1.0]), random_state=0))
+
+
 def test_rejects_mismatched_time_shape():
     m = D.TinyDiT(D.DiTConfig(**SMALL))
     with pytest.raises(ValueError, match="t has shape"):

@@ -78,6 +78,30 @@ def test_classifier_bad_inputs():
     rejects(fvd.classifier_confidence, m, x[:, :2])
 
 
+@covers("videolab.fvd.frechet_distance")
+def test_fd_rejects_a_covariance_that_is_not_psd():
+    # symmetric but indefinite: eigenvalues 3 and -1; the old code returned max(negative, 0) = 0.0
+    bad = np.array([[1.0, 2.0], [2.0, 1.0]])
+    rejects(fvd.frechet_distance, np.zeros(2), bad, np.zeros(2), bad, match="positive semi-definite")
+    rejects(fvd.frechet_distance, np.zeros(2), np.eye(2), np.zeros(2), -np.eye(2), match="sigma2.*positive semi-definite")
+    # round-off below zero on a valid (rank-deficient) covariance is still accepted
+    f = np.random.default_rng(0).normal(size=(3, 6))
+    assert fvd.feature_frechet_distance(f, f) == pytest.approx(0.0, abs=1e-8)
+
+
+@covers("videolab.fvd.train_video_classifier", "videolab.fvd.classifier_accuracy")
+def test_float_labels_are_not_truncated():
+    x = np.zeros((4, 3, 8, 16, 16), np.float32)
+    rejects(fvd.train_video_classifier, x, np.array([0.0, 0.5, 1.0, 1.2]), epochs=1, match="0.5.*truncated")
+    rejects(fvd.train_video_classifier, x, np.array([0.0, np.nan, 1.0, 1.0]), epochs=1, match="integer")
+    rejects(fvd.train_video_classifier, x, np.array(["a", "b", "c", "d"]), epochs=1, match="integer")
+    m = fvd.VideoClassifier3D()
+    rejects(fvd.classifier_accuracy, m, x, np.array([0.0, 0.5, 1.0, 1.2]), match="0.5")
+    rejects(fvd.classifier_accuracy, m, x, np.array([0, -1, 1, 1]), match="non-negative")
+    # integral floats are class indices as they are
+    assert 0.0 <= fvd.classifier_accuracy(m, x, np.array([0.0, 1.0, 2.0, 3.0])) <= 1.0
+
+
 @covers("videolab.sprites.make_sprite_clips", "videolab.sprites.load_video_array", "videolab.sprites.SpriteClips",
         "videolab.sprites.sprite_templates")
 def test_sprites_bad_inputs(tmp_path):

@@ -33,7 +33,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from .._common import RandomState, check_int
-from .assistant import ACTIONS, SymbolicAssistant, TokenCosts
+from .assistant import ACTIONS, SymbolicAssistant, TokenCosts, _check_dims
 from .simulator import IntentSimulator, Message, UserReply, path_label
 
 __all__ = ["count_tokens", "render_message", "parse_message", "run_dialogue", "scripted_responder"]
@@ -111,10 +111,13 @@ def parse_message(text: str, dims: Sequence[str]) -> Message:
     ------
     ValueError
         When the text names a ``dim=`` value of an unknown dimension.
+    TypeError
+        For a text that is not a str, or ``dims`` that is a single string (which would be
+        read as one dimension per letter) or holds non-strings.
     """
     if not isinstance(text, str):
         raise TypeError(f"the assistant's message must be a str, got {type(text).__name__}")
-    dims = list(dims)
+    dims = _check_dims(dims)
     tokens = count_tokens(text)
     option_lines = [ln for ln in text.splitlines() if _OPTION.match(ln)]
     if option_lines:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -61,6 +62,18 @@ class TokenCosts:
         return self.artifact_base + self.per_option * (action - 1)
 
 
+def _check_dims(dims: Any) -> list[str]:
+    if isinstance(dims, (str, bytes)):
+        raise TypeError(f"dims={dims!r} is a single string; give a sequence of dimension names, e.g. ({dims!r},)")
+    try:
+        out = list(dims)
+    except TypeError:
+        raise TypeError(f"dims must be a sequence of dimension names, got {type(dims).__name__}") from None
+    if not out or not all(isinstance(d, str) and d for d in out):
+        raise TypeError(f"dims must be a non-empty sequence of non-empty str, got {out!r}")
+    return out
+
+
 class SymbolicAssistant:
     """Writes the message for a chosen response type and learns from the user's replies.
 
@@ -74,11 +87,19 @@ class SymbolicAssistant:
         Message lengths.
     random_state : int, Generator or None
         Seeds the random completions.
+
+    Raises
+    ------
+    TypeError
+        For ``dims`` that is a single string (read letter by letter otherwise) or holds
+        non-strings.
+    ValueError
+        For ``depth < 1`` or ``branching < 2``.
     """
 
     def __init__(self, dims: Sequence[str], depth: int, branching: int, costs: TokenCosts | None = None,
                  random_state: RandomState = None) -> None:
-        self.dims = tuple(dims)
+        self.dims = tuple(_check_dims(dims))
         self.depth = check_int(depth, "depth", low=1)
         self.branching = check_int(branching, "branching", low=2)
         self.costs = costs or TokenCosts()

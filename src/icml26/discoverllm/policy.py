@@ -220,14 +220,26 @@ def run_episodes(task: TaskConfig, choose: Callable | ResponseTypePolicy | None,
     Returns
     -------
     list of Episode
+
+    Raises
+    ------
+    TypeError
+        For ``sim_seeds`` or ``random_states`` given as a single string or not as sequences.
+    ValueError
+        For empty or unequal-length ``sim_seeds`` and ``random_states``.
     """
+    for name, seq in (("sim_seeds", sim_seeds), ("random_states", random_states)):
+        if isinstance(seq, (str, bytes)) or not hasattr(seq, "__len__"):
+            raise TypeError(f"{name}={seq!r} must be a sequence (one entry per conversation)")
+    if len(sim_seeds) == 0:
+        raise ValueError("sim_seeds is empty; give at least one simulated user (one seed per conversation)")
     if len(sim_seeds) != len(random_states):
         raise ValueError(f"sim_seeds and random_states must have the same length, got {len(sim_seeds)} and {len(random_states)}")
     n = len(sim_seeds)
     sims, asts, rngs, eps = [], [], [], []
     for s, r in zip(sim_seeds, random_states):
         rng = check_random_state(r)
-        sim = task.simulator(random_state=int(s))
+        sim = task.simulator(random_state=check_int(s, "sim_seeds entry", low=0))
         ast = task.assistant(random_state=int(rng.integers(0, 2**31)))
         ast.reset(sim.reset())
         sims.append(sim)

@@ -448,9 +448,21 @@ class IntentSimulator:
         StepResult
             ``reward`` is :func:`icml26.discoverllm.discovery_reward` of this turn's
             awareness gain (mean over dimensions of the raw score change) and tokens.
+
+        Raises
+        ------
+        ValueError
+            Before :meth:`reset`, after the episode is done (the user is content; scoring
+            further turns would count them in an episode that has ended), or for a message
+            :meth:`parse` refuses.
+        TypeError
+            For a message that is neither a :class:`Message` nor a dict.
         """
         if not self.roots:
             raise ValueError("the simulator has no conversation yet: call reset() before step()")
+        if self.done:
+            raise ValueError(f"the episode is done (the user was content after turn {self.turn}); "
+                             "call reset() to start a new conversation before step()")
         msg = self.parse(message)
         from .reward import discovery_reward
 

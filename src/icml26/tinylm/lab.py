@@ -219,9 +219,18 @@ def _fn_name(fn: Callable | str) -> str:
 
 def _resolve(name: str) -> Callable:
     mod, _, attr = name.partition(":")
-    obj: Any = importlib.import_module(mod)
+    try:
+        obj: Any = importlib.import_module(mod)
+    except ImportError as exc:
+        raise ValueError(f"corpus={name!r}: cannot import module {mod!r} ({exc}); give 'module:function' with an "
+                         "importable module, e.g. 'icml26.tinylm.facts:fact_corpus'") from exc
     for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ValueError(f"corpus={name!r}: module {mod!r} has no {attr!r} (no attribute {part!r}); "
+                             "give 'module:function' naming a function of that module")
         obj = getattr(obj, part)
+    if not callable(obj):
+        raise TypeError(f"corpus={name!r} names a {type(obj).__name__}, not a function")
     return obj
 
 
@@ -342,6 +351,15 @@ def load_or_train(recipe: Recipe, *, cache_dir: str | Path | None = None, retrai
     path : pathlib.Path
         The model folder (also holds ``recipe.json`` and ``train_log.json``: losses, seconds).
 
+    Raises
+    ------
+    TypeError
+        For a ``recipe`` that is not a :class:`Recipe`, or a corpus generator that is not a
+        function or does not return a list.
+    ValueError
+        For a corpus ``"module:function"`` whose module cannot be imported or has no such
+        function, and for a corpus the trainer cannot use (see :func:`train_causal_lm`).
+
     References
     ----------
     Hugging Face ``transformers`` (GPT2Config, GPT2LMHeadModel, ``save_pretrained``/``from_pretrained``).
@@ -395,6 +413,9 @@ def _train_into(recipe: Recipe, path: Path) -> None:
     from .tokenizer import build_word_tokenizer, word_vocabulary
 
     corpus = _resolve(recipe.corpus)(**recipe.corpus_kwargs)
+    if isinstance(corpus, (str, bytes)) or not isinstance(corpus, Sequence):
+        raise TypeError(f"corpus {recipe.corpus!r} returned a {type(corpus).__name__}; it must return a list of "
+                        "strings or of token-id lists")
     tok = None
     if corpus and all(isinstance(t, str) for t in corpus):
         tok = build_word_tokenizer(word_vocabulary(corpus))

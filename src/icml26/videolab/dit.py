@@ -537,14 +537,35 @@ def flow_matching_loss(
     Tensor
         The scalar loss (differentiable).
 
+    Raises
+    ------
+    TypeError
+        For a model that is not a :class:`TinyDiT`, or ``x``, ``t`` or ``noise`` that are not tensors.
+    ValueError
+        For videos (with their references) or noise that hold NaN or infinity, noise of
+        the wrong shape, or times ``t`` that are not ``[B]`` values in ``[0, 1]``.
+
     References
     ----------
     Lipman et al., ICLR 2023; Liu et al., "Flow Straight and Fast" (rectified flow), ICLR 2023.
     """
     if not isinstance(model, TinyDiT):
         raise TypeError(f"model must be a TinyDiT, got {type(model).__name__}")
+    for name, z in (("x", x), ("t", t), ("noise", noise)):
+        if z is not None and not isinstance(z, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(z).__name__}")
     target_x = model.timeline(x, cond)  # [B, C, R+T, H, W]
+    if not bool(torch.isfinite(target_x).all()):
+        raise ValueError("x (or the condition's reference frames) holds NaN or infinite values; the videos must be finite")
     b = target_x.shape[0]
+    if t is not None:
+        if tuple(t.shape) != (b,):
+            raise ValueError(f"t has shape {tuple(t.shape)}, expected ({b},): one time per video")
+        if not bool(((t >= 0) & (t <= 1)).all()):  # also False for NaN
+            bad = t[~((t >= 0) & (t <= 1))][0]
+            raise ValueError(f"t holds {float(bad)!r}; flow-matching times must lie in [0, 1] (0 = data, 1 = noise)")
+    if noise is not None and not bool(torch.isfinite(noise).all()):
+        raise ValueError("noise holds NaN or infinite values")
     g = torch_generator(random_state) if (t is None or noise is None) else None
     if t is None:
         t = torch.rand(b, generator=g).to(target_x.dtype)

@@ -41,7 +41,15 @@ def _check_cov(sigma: np.ndarray, name: str, d: int) -> np.ndarray:
         raise ValueError(f"{name} holds NaN or infinite values")
     if not np.allclose(sigma, sigma.T, atol=1e-8 * max(1.0, float(np.abs(sigma).max()))):
         raise ValueError(f"{name} is not symmetric; a covariance matrix must be")
-    return (sigma + sigma.T) / 2
+    sym = (sigma + sigma.T) / 2
+    w = np.linalg.eigvalsh(sym)
+    tol = 1e-8 * max(1.0, float(np.abs(w).max()))
+    if w[0] < -tol:
+        raise ValueError(
+            f"{name} is not positive semi-definite (smallest eigenvalue {w[0]:.3g}); "
+            f"a covariance matrix must have eigenvalues >= 0 (up to round-off {tol:.1g})"
+        )
+    return sym
 
 
 def _psd_sqrt(a: np.ndarray) -> np.ndarray:
@@ -74,6 +82,12 @@ def frechet_distance(mu1: np.ndarray, sigma1: np.ndarray, mu2: np.ndarray, sigma
     float
         :math:`d^2 \\ge 0` (the convention of FID and FVD, which report the squared distance).
 
+    Raises
+    ------
+    ValueError
+        For means of different lengths, non-finite values, or a covariance that is not
+        symmetric positive semi-definite (an eigenvalue below ``-1e-8 * max(1, max |λ|)``).
+
     References
     ----------
     Dowson & Landau (1982); Heusel et al. (2017), FID.
@@ -90,7 +104,11 @@ def frechet_distance(mu1: np.ndarray, sigma1: np.ndarray, mu2: np.ndarray, sigma
     r1 = _psd_sqrt(s1)
     cross = _psd_sqrt(r1 @ s2 @ r1)
     val = float(np.sum((mu1 - mu2) ** 2) + np.trace(s1) + np.trace(s2) - 2.0 * np.trace(cross))
-    return max(val, 0.0)
+    scale = float(np.sum((mu1 - mu2) ** 2) + np.trace(s1) + np.trace(s2))
+    if val < -1e-8 * max(1.0, scale):  # only round-off may go below 0 for PSD covariances
+        raise ValueError(f"the squared Fréchet distance came out negative ({val:.3g}) for inputs of scale {scale:.3g}; "
+                         "the covariances are not valid (symmetric positive semi-definite)")
+    return max(val, 0.0)  # clip round-off (|val| <= 1e-8 * scale) to the exact 0
 
 
 def gaussian_fit(features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -143,6 +161,23 @@ def _check_videos(videos, name: str = "videos") -> torch.Tensor:
     if not torch.isfinite(x).all():
         raise ValueError(f"{name} holds NaN or infinite values")
     return x
+
+
+def _check_labels(labels, n: int) -> np.ndarray:
+    """Class labels as given, after checking they are ``n`` non-negative integers (integral floats allowed)."""
+    y = np.asarray(labels)
+    if y.shape != (n,):
+        raise ValueError(f"labels must have shape ({n},), got {y.shape}")
+    if y.dtype.kind not in "iub":
+        if y.dtype.kind != "f":
+            raise TypeError(f"labels must be integer class indices, got dtype {y.dtype}")
+        bad = ~np.isfinite(y) | (y != np.round(y))
+        if bad.any():
+            raise ValueError(f"labels must be integer class indices 0 … K-1, got {y[bad][0]!r} at index "
+                             f"{int(np.flatnonzero(bad)[0])}; a float label would be truncated")
+    if n and y.min() < 0:
+        raise ValueError(f"labels must be non-negative class indices, got min {y.min()!r}")
+    return y
 
 
 class VideoClassifier3D(nn.Module):
@@ -209,13 +244,17 @@ def train_video_classifier(
     -------
     VideoClassifier3D
         In eval mode.
+
+    Raises
+    ------
+    ValueError
+        For clips that are not ``(n, 3, T, H, W)`` or not finite, or labels of the wrong
+        shape, negative, non-finite or non-integral (``0.5`` would be truncated to class 0).
+    TypeError
+        For labels that are not numbers.
     """
     x = _check_videos(videos)
-    y = torch.as_tensor(np.asarray(labels)).long()
-    if y.shape != (x.shape[0],):
-        raise ValueError(f"labels must have shape ({x.shape[0]},), got {tuple(y.shape)}")
-    if y.min() < 0:
-        raise ValueError(f"labels must be non-negative class indices, got min {int(y.min())}")
+    y = torch.as_tensor(_check_labels(labels, x.shape[0])).long()
     epochs = check_int(epochs, "epochs")
     batch_size = check_int(batch_size, "batch_size")
     lr = check_real(lr, "lr", lo=0.0, lo_open=True)
@@ -266,13 +305,19 @@ def video_frechet_distance(model: VideoClassifier3D, real: np.ndarray, fake: np.
 
 @torch.no_grad()
 def classifier_accuracy(model: VideoClassifier3D, videos: np.ndarray, labels: np.ndarray) -> float:
-    """Fraction of ``videos`` the classifier assigns to ``labels``."""
+    """Fraction of ``videos`` the classifier assigns to ``labels``.
+
+    Raises
+    ------
+    TypeError
+        For a model that is not a :class:`VideoClassifier3D`, or labels that are not numbers.
+    ValueError
+        For bad clips, or labels that are not ``n`` non-negative integer classes.
+    """
     if not isinstance(model, VideoClassifier3D):
         raise TypeError(f"model must be a VideoClassifier3D, got {type(model).__name__}")
     x = _check_videos(videos)
-    y = np.asarray(labels)
-    if y.shape != (x.shape[0],):
-        raise ValueError(f"labels must have shape ({x.shape[0]},), got {y.shape}")
+    y = _check_labels(labels, x.shape[0])
     pred = torch.cat([model(x[i : i + 256]).argmax(1) for i in range(0, x.shape[0], 256)]).numpy()
     return float((pred == y).mean())
 
