@@ -115,6 +115,8 @@ def make_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check-site", help="open every page of the built book in headless Chromium and report problems")
     c.add_argument("--html", type=Path, default=None, help="the built book (default: _build/html)")
     c.add_argument("--screenshots", type=Path, default=None, metavar="DIR", help="also save a screenshot of each page in DIR")
+    c.add_argument("--layout-json", type=Path, default=None, metavar="FILE",
+                   help="also write each page's height, visible code share and overflowing code blocks to FILE")
 
     sub.add_parser("sync", help="write the .ipynb twins of the chapters to _build/ipynb")
 
@@ -289,6 +291,12 @@ def main(argv: list[str] | None = None) -> int:
         except RuntimeError as exc:  # no browser
             _err("check-site", str(exc))
             return 2
+        print(report.layout_table())
+        if args.layout_json is not None:
+            import dataclasses
+            import json
+
+            args.layout_json.write_text(json.dumps([dataclasses.asdict(p) for p in report.layout], indent=1))
         print(report.summary())
         return 0 if report.ok else 1
     if args.command == "sweep":
