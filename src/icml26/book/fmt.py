@@ -7,8 +7,10 @@ repository's ruff configuration, with :data:`LINE_LENGTH`) to every code cell of
 MyST notebook through jupytext, and writes the text back the way jupytext writes it,
 so that opening a chapter in JupyterLab and saving it without an edit changes nothing.
 ``ruff format`` only changes layout (it checks that the formatted code parses to the
-same syntax tree); string literals it cannot break stay long, and the book's style
-sheet wraps them inside their box.
+same syntax tree); a one-line string literal that still runs long is then cut into
+adjacent literals (:func:`split_long_strings`, the same string once compiled). What is
+left long (a string at statement level, a long name) wraps inside its box (the book's
+style sheet).
 
 ``python -m icml26 fmt`` formats every chapter; ``--check`` only reports (the tests run it).
 """
@@ -16,6 +18,7 @@ sheet wraps them inside their box.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -56,13 +59,87 @@ def lift_long_comments(source: str, line_length: int = LINE_LENGTH) -> str:
         prev = tokens[i - 1]
         if prev.type == tokenize.STRING and prev.end[0] != prev.start[0]:
             continue  # after a multi-line string: leave it
-        moves[row - 1] = (col, tok.string)
+        moves[row - 1] = (col, tok.string.rstrip())
     for idx in sorted(moves, reverse=True):
         col, comment = moves[idx]
         line = lines[idx]
         indent = line[: len(line) - len(line.lstrip())]
         lines[idx] = line[:col].rstrip()
         lines.insert(idx, indent + comment)
+    return "\n".join(lines)
+
+
+_PREFIX = re.compile(r"^([rRfFbBuU]{0,2})(['\"])")
+
+
+def _split_points(body: str, is_f: bool) -> list[int]:
+    """Where a string literal's body may be cut: after a space outside ``{...}`` and not after a backslash."""
+    out, depth, i = [], 0, 0
+    while i < len(body):
+        ch = body[i]
+        if is_f and body.startswith(("{{", "}}"), i):
+            i += 2
+            continue
+        if is_f and ch == "{":
+            depth += 1
+        elif is_f and ch == "}":
+            depth = max(depth - 1, 0)
+        elif ch == "\\":
+            i += 2
+            continue
+        elif ch == " " and depth == 0 and i + 1 < len(body) and body[i + 1] != " ":
+            out.append(i + 1)
+        i += 1
+    return out
+
+
+def split_long_strings(source: str, line_length: int = LINE_LENGTH) -> str:
+    """Cut a one-line string literal that runs past ``line_length`` into adjacent literals, one per line.
+
+    Only literals inside brackets (a call's arguments, a list) are cut, at spaces outside
+    f-string fields, so the pieces join back to the same string at compile time
+    (``"a " "b" == "a b"``); triple-quoted strings and literals at statement level are left alone.
+    """
+    import io
+    import tokenize
+
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return source
+    lines = source.split("\n")
+    depth, edits = 0, []
+    for tok in tokens:
+        if tok.type == tokenize.OP and tok.string in "([{":
+            depth += 1
+        elif tok.type == tokenize.OP and tok.string in ")]}":
+            depth -= 1
+        elif tok.type == tokenize.STRING and depth > 0 and tok.start[0] == tok.end[0]:
+            row, col = tok.start
+            if len(lines[row - 1]) <= line_length:
+                continue
+            m = _PREFIX.match(tok.string)
+            if not m or tok.string[len(m.group(0)):].startswith(m.group(2) * 2):
+                continue  # triple-quoted or empty
+            prefix, quote = m.groups()
+            body = tok.string[len(m.group(0)):-1]
+            width = line_length - col - len(prefix) - 3  # quotes and a trailing comma
+            if width < 24:
+                continue
+            pieces, start = [], 0
+            points = _split_points(body, "f" in prefix.lower())
+            while len(body) - start > width:
+                fit = [p for p in points if start < p <= start + width]
+                if not fit:
+                    break
+                pieces.append(body[start:fit[-1]])
+                start = fit[-1]
+            pieces.append(body[start:])
+            if len(pieces) > 1:
+                edits.append((row - 1, col, tok.end[1], [f"{prefix}{quote}{p}{quote}" for p in pieces]))
+    for idx, col, end, lits in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
+        line = lines[idx]
+        lines[idx] = line[:col] + ("\n" + " " * col).join(lits) + line[end:]
     return "\n".join(lines)
 
 
@@ -73,7 +150,31 @@ def format_cells(sources: list[str], *, line_length: int = LINE_LENGTH, cwd: Pat
     """
     if not sources:
         return []
+    before = sources
     sources = [lift_long_comments(s, line_length) for s in sources]
+    sources = _ruff_format(sources, line_length, cwd)  # first the layout, then the strings that still run long
+    for _ in range(4):  # to a fixed point: a cut can move a string, whose line may then need another cut
+        again = _ruff_format([split_long_strings(s, line_length) for s in sources], line_length, cwd)
+        if again == sources:
+            break
+        sources = again
+    for old, new in zip(before, sources):
+        if _tree(old) != _tree(new):
+            raise ValueError(f"formatting would change what this cell runs (a bug in icml26.book.fmt): {old[:120]!r}")
+    return sources
+
+
+def _tree(source: str) -> str | None:
+    """The cell's syntax tree (adjacent string literals already joined), or ``None`` if it does not parse."""
+    import ast
+
+    try:
+        return ast.dump(ast.parse(source))
+    except SyntaxError:
+        return None
+
+
+def _ruff_format(sources: list[str], line_length: int, cwd: Path | None) -> list[str]:
     nb = {
         "cells": [{"cell_type": "code", "metadata": {}, "source": s, "outputs": [], "execution_count": None} for s in sources],
         "metadata": {"language_info": {"name": "python"}},
