@@ -20,7 +20,7 @@ def test_scorecard_and_stage(toy):
     card = site.scorecard_markdown(toy, "full")
     # the front page: the tallies and one compact row per paper claim, linked to the chapter
     assert "**1 paper claim** from 2 of the 2 papers at `full` scale, single seed (seed 0): **1 reproduced**" in card
-    assert "| Toy | {doc}`one is one <01-toy/toy>` | **reproduced** | — | 1 |" in card
+    assert "| {doc}`01 <01-toy/toy>` | {doc}`one is one <01-toy/toy>` | **reproduced** | — | 1 |" in card
     assert "How it was decided" not in card and "single seed |" not in card
     # every field moved to the claims-in-detail page
     detail = site.claims_detail_markdown(toy, "full")

@@ -206,7 +206,7 @@ def claim_label(cid: str) -> str:
     return f"claim-check-{cid}"
 
 
-def _one_effect(row: dict, agg: dict | None = None) -> str:
+def _one_effect(row: dict, agg: dict | None = None, digits: int = 3) -> str:
     """A claim's first noisy core check as ``effect [low, high] unit``, pooled over seeds where given; "" for none."""
     pooled = (agg or {}).get("pooled", {}).get("checks", {})
     found = []
@@ -216,7 +216,8 @@ def _one_effect(row: dict, agg: dict | None = None) -> str:
             st = {**st, **(pooled[name].get("stats") or {})}
         if st.get("smallest_effect") is None or st.get("ci_low") is None:
             continue
-        found.append(f"{st['effect']:+.3g} [{st['ci_low']:+.3g}, {st['ci_high']:+.3g}]{st.get('unit', '')}")
+        g = f"+.{digits}g"
+        found.append(f"{st['effect']:{g}} [{st['ci_low']:{g}}, {st['ci_high']:{g}}]{st.get('unit', '')}")
     if not found:
         return ""
     return found[0] + (f" (+{len(found) - 1} more)" if len(found) > 1 else "")
@@ -293,7 +294,7 @@ def _scorecard(book: Book, scale: str, figure_dir: Path | None, anchors: dict[st
                 first[kind] = False
                 rows_by_kind[kind].append("| " + " | ".join(cells) + " |")
                 if kind == "paper":
-                    few = _cell(_short(r["claim"], 70)).replace("[", "(").replace("]", ")")
+                    few = _cell(_short(r["claim"], 60)).replace("[", "(").replace("]", ")")
                     target = anchors.get(cid)
                     claim_cell = (f"{{ref}}`{few.replace('`', '')} <{target}>`" if target
                                   else _doc_link(few, f"{cid}/{ch.notebooks[0].stem}"))
@@ -301,8 +302,8 @@ def _scorecard(book: Book, scale: str, figure_dir: Path | None, anchors: dict[st
                     if agg is not None:
                         verdict += f"; over {agg['n']} seeds: {VERDICT_MARK.get(agg['overall'], agg['overall'])}"
                     compact.append("| " + " | ".join([
-                        _cell(short_title(ch)) if first_compact else "", claim_cell, _cell(verdict),
-                        _cell(_one_effect(r, agg)), _cell(_short(r.get("paper", ""), 48)),
+                        _doc_link(cid[:2], f"{cid}/{ch.notebooks[0].stem}") if first_compact else "", claim_cell,
+                        _cell(verdict), _cell(_one_effect(r, agg, digits=2)), _cell(_short(r.get("paper", ""), 36)),
                     ]) + " |")
                     first_compact = False
 
@@ -403,7 +404,7 @@ def _scorecard(book: Book, scale: str, figure_dir: Path | None, anchors: dict[st
 
 
 DETAIL_PAGE = "claims"  # book/claims.md: the "Claims in detail" page, which includes _generated/claims-detail.md
-COMPACT_HEADER = ("| Chapter | Paper claim | Verdict | Our effect [90% interval] | The paper's figure |\n"
+COMPACT_HEADER = ("| Ch. | Paper claim | Verdict | Our effect [90% interval] | The paper's figure |\n"
                   "|---|---|---|---|---|")
 
 
@@ -426,7 +427,7 @@ def scorecard_markdown(book: Book, scale: str = "full", *, figure_dir: Path | No
     out = [card.tally, ""] + card.data_links + card.notes + card.forest
     out += ["### Paper claims", ""]
     if card.compact:
-        out += [COMPACT_HEADER, *card.compact, "",
+        out += ["```{table}", ":class: scorecard-compact", ":widths: auto", "", COMPACT_HEADER, *card.compact, "```", "",
                 "Each claim links to its chapter's claim check. The effect is the first noisy core check's, in the "
                 "claim's own units (pooled over seeds where a sweep ran); \"—\" marks a claim decided by exact checks "
                 "(counts, identities) alone.", ""]
@@ -464,6 +465,7 @@ def verdict_box(cid: str, payloads: list[dict], *, label: str | None = None) -> 
     order = {k: i for i, k in enumerate(KIND_TITLE)}
     rows = sorted(rows, key=lambda r: order.get(r.get("kind"), len(order)))
     lines = ["````{admonition} The verdicts of this run", ":class: important", "",
+             "```{table}", ":class: scorecard-compact", ":widths: auto", "",
              "| Claim | Kind | Verdict | Effect [90% interval], or our figure |", "|---|---|---|---|"]
     for r in rows:
         effect = _one_effect(r) or _short(r.get("ours", ""), 60)
@@ -471,7 +473,7 @@ def verdict_box(cid: str, payloads: list[dict], *, label: str | None = None) -> 
         lines.append("| " + " | ".join([_cell(_short(r.get("claim", ""), 80)), _cell(r.get("kind", "")),
                                         _cell(VERDICT_MARK.get(v, v)), _cell(effect)]) + " |")
     where = f"{{ref}}`Claim check <{label}>`" if label else "*Claim check*"
-    lines += ["", f"How each verdict was decided, and the paper's figures beside ours: {where}. Only *paper* claims "
+    lines += ["```", "", f"How each verdict was decided, and the paper's figures beside ours: {where}. Only *paper* claims "
               "are reproductions.", "````"]
     return "\n".join(lines)
 
