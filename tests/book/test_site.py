@@ -50,6 +50,17 @@ def test_scorecard_and_stage(toy):
     assert "| 01-toy |" in status and "CPU cores" in status
 
 
+def test_check_toc_wants_the_claims_page_once_it_exists(toy):
+    missing = "book/claims (Claims in detail, which the front page links to) is not in _toc.yml"
+    before = site.check_toc(toy)  # the toy book has no intro or status page: those are named, nothing else
+    assert missing not in before
+    (toy.book_dir / "claims.md").write_text("# Claims in detail\n")
+    assert site.check_toc(toy) == before + [missing]
+    toc = toy.root / "_toc.yml"
+    toc.write_text(toc.read_text().replace("      - file: book/status\n", "      - file: book/claims\n      - file: book/status\n"))
+    assert site.check_toc(toy) == before
+
+
 def test_records_of_another_run_are_left_out_of_the_scorecard(toy):
     ch = toy.select(["01"])[0]
     toy.execute(ch, "full", 0, progress=False)

@@ -441,7 +441,7 @@ def scorecard_markdown(book: Book, scale: str = "full", *, figure_dir: Path | No
 def claims_detail_markdown(book: Book, scale: str = "full") -> str:
     """The *Claims in detail* page: the verdict rule, coverage of the papers, and one full table per kind of claim."""
     card = _scorecard(book, scale, None, None)
-    out = "\n".join([card.rule, "", card.kinds, "", *card.notes])
+    out = "\n".join([card.tally, "", card.rule, "", card.kinds, "", *card.notes])
     out += "\n## Coverage\n\n" + "\n".join(card.coverage) + "\n"
     header = "| Chapter | Claim | Paper | This run (seed 0) | Verdict | Over seeds | How it was decided | Stand-in | Note |\n|---|---|---|---|---|---|---|---|---|"
     paper_header = ("| Chapter | Claim | Paper | This run (seed 0) | Verdict | Effect [interval] | Smallest effect | "
@@ -984,6 +984,8 @@ def check_toc(book: Book) -> list[str]:
             problems.append(f"_toc.yml names {f}, which is no chapter notebook")
         elif f.count("/") == 1 and not (book.root / f"{f}.md").exists():
             problems.append(f"_toc.yml names {f}, which does not exist")
+    if (book.book_dir / f"{DETAIL_PAGE}.md").exists() and f"book/{DETAIL_PAGE}" not in files:
+        problems.append(f"book/{DETAIL_PAGE} (Claims in detail, which the front page links to) is not in _toc.yml")
     root = toc.get("root")
     if root and not (book.root / f"{root}.md").exists():
         problems.append(f"_toc.yml root {root} does not exist")
