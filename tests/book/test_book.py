@@ -107,3 +107,36 @@ def test_no_noisy_figure_is_passed_off_as_an_exact_check(path):
 
     found = lint.noisy_exact_checks(path)
     assert found == [], "exact(...) on figures that vary with the seed:\n  " + "\n  ".join(found)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.parent.name for p in NOTEBOOKS])
+def test_chapter_survives_a_jupytext_round_trip(path):
+    """Opening a chapter in JupyterLab and saving it without an edit changes nothing (no diff, no cache miss)."""
+    from icml26.book import fmt
+
+    assert fmt.round_trips(path), f"jupytext writes {path.name} back differently: run `python -m icml26 fmt {path.parent.name[:2]}`"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.parent.name for p in NOTEBOOKS])
+def test_chapter_code_is_formatted_to_the_book_line_length(path):
+    """Code cells are `ruff format`ted to the column the rendered book holds (fmt.LINE_LENGTH)."""
+    from icml26.book import fmt
+
+    new = fmt.formatted_text(path)
+    old = path.read_text()
+    changed = [f"{a!r} -> {b!r}" for a, b in zip(old.splitlines(), new.splitlines()) if a != b][:3]
+    assert new == old, f"run `python -m icml26 fmt {path.parent.name[:2]}`; first changes: {changed}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.parent.name for p in NOTEBOOKS])
+def test_plumbing_cells_are_folded(path):
+    """Cells that build claims or set the chapter up fold (hide-input); the parameters cell stays visible."""
+    nb = jupytext.read(path)
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        tags = cell.metadata.get("tags", [])
+        if "parameters" in tags:
+            assert "hide-input" not in tags, "the parameters cell stays visible"
+        elif re.search(r"chapter\.(Claim|record_claims)\(", cell.source):
+            assert "hide-input" in tags, f"a cell that builds Claim rows is folded: {cell.source[:80]!r}"

@@ -18,8 +18,14 @@ def test_scorecard_and_stage(toy):
     ch = toy.select(["01"])[0]
     toy.execute(ch, "full", 0, progress=False)
     card = site.scorecard_markdown(toy, "full")
-    assert "| {doc}`Toy <01-toy/toy>` | one is one | 1 | 1 | **reproduced** | — | — | — | single seed | equal: yes | — | — |" in card
-    assert "02-bad" in card and "not run" in card
+    # the front page: the tallies and one compact row per paper claim, linked to the chapter
+    assert "**1 paper claim** from 2 of the 2 papers at `full` scale, single seed (seed 0): **1 reproduced**" in card
+    assert "| {doc}`01 <01-toy/toy>` | {doc}`one is one <01-toy/toy>` | **reproduced** | — | 1 |" in card
+    assert "How it was decided" not in card and "single seed |" not in card
+    # every field moved to the claims-in-detail page
+    detail = site.claims_detail_markdown(toy, "full")
+    assert "| {doc}`Toy <01-toy/toy>` | one is one | 1 | 1 | **reproduced** | — | — | — | single seed | equal: yes | — | — |" in detail
+    assert "02-bad" in detail and "not run" in detail and "How verdicts are decided" in detail
     (toy.root / "_config.yml").write_text("title: t\n")
     with pytest.raises(site.BuildError, match="02-bad: not executed at full scale"):
         site.stage(toy, "full", strict=True)
@@ -33,12 +39,26 @@ def test_scorecard_and_stage(toy):
     assert top.startswith("# ") and "Rerun this chapter" in top and ":class: dropdown" in top
     assert "python -m icml26 run 01 --scale full --seed 0" in top and "-p scale full -p seed 0" in top
     assert "book/01-toy/toy.md" in top and "--allow-root" in top
+    # the chapter opens with its verdicts (the toy has no "The claim" section: right under the title)
+    assert "The verdicts of this run" in top and "| one is one | paper | **reproduced** | 1 |" in top
+    assert top.index("Rerun this chapter") < top.index("The verdicts of this run")
     assert "Built from icml26 " in last
     assert (staged.path / "book" / "_generated" / "claims.csv").exists()
     note = (staged.path / "book" / "_generated" / "build.md").read_text()
     assert "executed at `full` scale with seed 0" in note and "(1 of 2 chapters" in note and "02-bad" in note
     status = site.status_markdown(toy)
     assert "| 01-toy |" in status and "CPU cores" in status
+
+
+def test_check_toc_wants_the_claims_page_once_it_exists(toy):
+    missing = "book/claims (Claims in detail, which the front page links to) is not in _toc.yml"
+    before = site.check_toc(toy)  # the toy book has no intro or status page: those are named, nothing else
+    assert missing not in before
+    (toy.book_dir / "claims.md").write_text("# Claims in detail\n")
+    assert sorted(site.check_toc(toy)) == sorted(before + [missing])
+    toc = toy.root / "_toc.yml"
+    toc.write_text(toc.read_text().replace("      - file: book/status\n", "      - file: book/claims\n      - file: book/status\n"))
+    assert site.check_toc(toy) == before
 
 
 def test_records_of_another_run_are_left_out_of_the_scorecard(toy):
@@ -51,6 +71,7 @@ def test_records_of_another_run_are_left_out_of_the_scorecard(toy):
     f.write_text(json.dumps(payload))
     card = site.scorecard_markdown(toy, "full")
     assert "one is one" not in card and "left out: 01-toy/main (seed 1)" in card
+    assert "one is one" not in site.claims_detail_markdown(toy, "full")
     (toy.root / "_config.yml").write_text("title: t\n")
     assert any("do not come from the run rendered here" in n for n in site.stage(toy, "full").notes)
 
@@ -88,6 +109,39 @@ def test_clean_executed_flags_nan_in_tables():
     assert site.clean_executed(_nb(nbformat.v4.new_output("display_data", data={"text/markdown": "| a |\n|---|\n| nan |\n"})))
 
 
+def test_verdict_box_goes_after_the_claim_and_the_claim_check_gets_a_label():
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# T\n\n## The claim\n\nThe paper says so.\n\n## Parameters"),
+        nbformat.v4.new_code_cell('scale = "ci"'),
+        nbformat.v4.new_markdown_cell("Some text.\n\n## Claim check\n\nThe rule."),
+    ]
+    assert site._label_heading(nb, "Claim check", site.claim_label("01-x"))
+    assert nb.cells[2].source == "Some text.\n\n(claim-check-01-x)=\n## Claim check\n\nThe rule."
+    assert not site._label_heading(nb, "Nowhere", "x")
+    payload = {"claims": [
+        {"id": "o", "claim": "an own property", "kind": "own", "verdict": "holds", "ours": "3/3", "decisions": {}},
+        {"id": "p", "claim": "A beats B (on the paper's benchmark; details follow)", "kind": "paper", "verdict": "inconclusive",
+         "ours": "x", "decisions": {"better": {"stats": {"effect": 0.5, "ci_low": -0.1, "ci_high": 1.1, "smallest_effect": 1.0,
+                                                          "unit": " pp"}}}},
+    ]}
+    box = site.verdict_box("01-x", [payload], label="claim-check-01-x")
+    assert box.index("A beats B") < box.index("an own property"), "paper claims first"
+    assert "| A beats B (on the paper's benchmark; details follow) | paper | *inconclusive* | +0.5 [-0.1, +1.1] pp |" in box and "| an own property | own | holds | 3/3 |" in box
+    assert "{ref}`Claim check <claim-check-01-x>`" in box
+    assert site.verdict_box("01-x", [{"claims": [], "mismatch": False}]) == ""
+    site._after_claim(nb, box)
+    first = nb.cells[0].source
+    assert first.index("The paper says so.") < first.index("The verdicts of this run") < first.index("## Parameters")
+
+
+def test_short_cuts_at_a_word_or_the_first_clause():
+    assert site._short("ST-BCP shrinks the gap (mean over data sets × T)", 70) == "ST-BCP shrinks the gap"
+    assert site._short("a b c d e f g h i j k l m n o p q r s t u v w x y z", 20) == "a b c d e f g h i j …"
+    assert site._short("short", 20) == "short"
+    assert site._short("Short (a; b) then the rest of it", 50) == "Short (a; b) then the rest of it"  # no cut inside ( )
+
+
 def test_fold_parameters_replaces_the_injected_cell_by_a_caption():
     nb = nbformat.v4.new_notebook()
     nb.cells = [
@@ -117,12 +171,21 @@ def built(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("built") / "repo"
     (root / "book" / "01-toy").mkdir(parents=True)
-    (root / "book" / "01-toy" / "toy.md").write_text(conftest.GOOD)
+    toy = conftest.GOOD.replace("\nThe identity", "\n## The claim\n\nThe identity").replace(
+        "```{code-cell} ipython3\n:tags: [parameters]", "## Parameters\n\n```{code-cell} ipython3\n:tags: [parameters]")
+    toy = toy.replace("```{code-cell} ipython3\nfrom icml26 import bcp", "## Claim check\n\n```{code-cell} ipython3\nfrom icml26 import bcp")
+    long = 'claims = [chapter.Claim(id="one", claim="one is one", kind="paper", paper="1", ours=str(1 + seed), checks={"equal": chapter.exact(1 + seed == 1, "arithmetic on the seed")})]'
+    assert long in toy
+    toy = toy.replace(long, 'claims = [\n    chapter.Claim(\n        id="one", claim="one is one", kind="paper", paper="1", ours=str(1 + seed),\n'
+                      '        checks={"equal": chapter.exact(1 + seed == 1, "arithmetic on the seed")},\n    )\n]')  # lines that fit the column
+    toy = toy.replace("  # noqa: F401  (the toy's cache key covers src/icml26/bcp.py)", "  # noqa: F401")
+    (root / "book" / "01-toy" / "toy.md").write_text(toy)
     (root / "book" / "02-bad").mkdir()
     (root / "book" / "02-bad" / "bad.md").write_text(conftest.BAD)
-    (root / "_toc.yml").write_text(conftest.TOC)
+    (root / "_toc.yml").write_text(conftest.TOC.replace("      - file: book/status\n", "      - file: book/claims\n      - file: book/status\n"))
     shutil.copy2(ROOT / "_config.yml", root / "_config.yml")
-    for page in ("intro.md", "status.md"):
+    shutil.copytree(ROOT / "book" / "_static", root / "book" / "_static")
+    for page in ("intro.md", "status.md", "claims.md"):
         shutil.copy2(ROOT / "book" / page, root / "book" / page)
     shutil.copytree(ROOT / "src", root / "src", ignore=shutil.ignore_patterns("__pycache__"))
     book = Book(root)
@@ -145,6 +208,13 @@ def test_partial_build_renders_what_ran_and_names_the_command_for_the_rest(built
     assert "python -m icml26 run 02 --scale ci" in bad and "boom in the third cell" in bad and "bad.md line 27" in bad
     toy = _text(html / "book" / "01-toy" / "toy.html")
     assert "one is one" in toy
+    # the verdicts open the chapter, after "The claim" and before "Parameters"; the front page links to the claim check
+    body = toy[toy.index("Rerun this chapter"):]  # the page's body (the page's own contents list comes before it)
+    assert body.index("The claim") < body.index("The verdicts of this run") < body.index("Parameters")
+    intro_html = (html / "book" / "intro.html").read_text()
+    assert 'href="01-toy/toy.html#claim-check-01-toy"' in intro_html and 'href="claims.html"' in intro_html
+    detail = _text(html / "book" / "claims.html")
+    assert "Claims in detail" in detail and "How verdicts are decided" in detail and "equal: yes" in detail
     # papermill's injected cell is folded into one line under the parameters cell
     assert "# Parameters" not in toy
     assert "This run used scale = 'ci' , seed = 0 : the runner set them" in toy
@@ -204,6 +274,41 @@ def test_check_site_catches_what_a_reader_would_see_broken(tmp_path):
     for needle in ("broken image: missing.png", "JavaScript error", "kaput", "math left unrendered", "nope.html: no such file", "no anchor #gone"):
         assert needle in text, report.summary()
     assert "#here" not in text
+
+
+def test_check_site_measures_height_visible_code_and_overflow(tmp_path):
+    if not shutil.which("chromium"):
+        pytest.skip("no chromium on this machine (apt-get install chromium); make check-site needs it")
+    from icml26.book.check_site import check_site
+
+    long = "x = " + "1 + " * 150 + "1"
+    pre = "<pre style='overflow-x:auto;margin:0;font:16px monospace'>"
+    (tmp_path / "page.html").write_text(
+        "<html><body style='margin:0'><main><article style='width:600px'>"
+        f"<div class='cell_input' style='height:200px'>{pre}y = 1</pre></div>"  # visible: 200 px of code
+        f"<details class='hide above-input'><summary>Show code</summary><div class='cell_input'>{pre}{long}</pre></div></details>"
+        "<div style='height:600px'>prose</div>"
+        "<table><tr><td style='min-width:900px'>runs past</td></tr></table>"
+        "<div style='overflow-x:auto'><table><tr><td style='min-width:900px'>scrolls in its box</td></tr></table></div>"
+        "</article></main></body></html>"
+    )
+    report = check_site(tmp_path)
+    (lay,) = report.layout
+    assert lay.page == "page.html" and lay.code_blocks == 2 and lay.folded == 1
+    assert lay.height >= 800 and 200 / lay.height == pytest.approx(lay.code_share, rel=0.01)
+    assert lay.overflowing == 1 and lay.wide_tables == 1, report.summary()
+    text = "\n".join(report.problems)
+    assert "a code line runs past its box: 'x = 1 + 1" in text and "runs past the text column" in text and "runs past'" in text
+    assert "scrolls in its box" not in text and not report.ok
+    assert "page.html" in report.layout_table() and "height" in report.layout_table()
+    # a page whose lines fit and whose wide table scrolls in its own box passes
+    (tmp_path / "page.html").write_text(
+        f"<html><body><main><article style='width:600px'><div class='cell_input'>{pre}y = 1</pre></div>"
+        "<div style='overflow-x:auto'><table><tr><td style='min-width:900px'>wide</td></tr></table></div></article></main></body></html>"
+    )
+    report = check_site(tmp_path)
+    assert report.ok, report.summary()
+    assert report.layout[0].overflowing == 0 and report.layout[0].folded == 0
 
 
 def test_claims_data_matches_the_records(toy, tmp_path):

@@ -6,7 +6,15 @@
   duplicate ``THEBE_JS_URL`` declaration that sphinx-thebe emits on every page;
 - a math element that MathJax left unrendered, or rendered as an error;
 - an image that does not load, or a link to a file or an anchor that does not exist;
-- any request that is not for a local file: the book is read offline.
+- any request that is not for a local file: the book is read offline;
+- a code block whose lines run past its box (it would scroll sideways), counted with
+  every folded cell opened, and a table wider than the text column that does not
+  scroll inside a box of its own.
+
+It also measures each page as a reader sees it at 1280 px wide (:class:`PageLayout`):
+its height, the share of that height taken by visible code input (folded cells do not
+count), and the number of overflowing code blocks. ``python -m icml26 check-site``
+prints the measurements as a table (``--layout-json`` writes them as data).
 
 The browser is the system's ``chromium`` (Debian: ``apt-get install chromium``), driven by
 playwright; playwright's own browser download is never used. :func:`external_assets` is
@@ -66,8 +74,34 @@ def external_assets(html_dir: str | Path) -> list[str]:
 
 
 @dataclass
+class PageLayout:
+    """One page as a reader sees it at 1280 px wide.
+
+    ``height`` is the page's height in CSS pixels, ``code_share`` the share of it taken by
+    code input a reader sees without opening a fold, ``code_blocks`` the number of code
+    input blocks (folded ones included) and ``overflowing`` the number of code blocks whose
+    lines run past their box, counted with every fold open.
+    """
+
+    page: str
+    height: int
+    code_share: float
+    code_blocks: int
+    folded: int
+    overflowing: int
+    wide_tables: int = 0
+
+    def row(self) -> str:
+        return (f"{self.page:<52} {self.height:>7} {100 * self.code_share:>6.1f}% {self.code_blocks:>6} {self.folded:>6} "
+                f"{self.overflowing:>6} {self.wide_tables:>6}")
+
+
+LAYOUT_HEADER = f"{'page':<52} {'height':>7} {'code':>7} {'blocks':>6} {'folded':>6} {'overfl':>6} {'tables':>6}"
+
+
+@dataclass
 class SiteReport:
-    """What the browser saw: counts, and one line per problem."""
+    """What the browser saw: counts, per-page layout, and one line per problem."""
 
     pages: int = 0
     math: int = 0
@@ -75,6 +109,11 @@ class SiteReport:
     images: int = 0
     external_links: int = 0
     problems: list[str] = field(default_factory=list)
+    layout: list[PageLayout] = field(default_factory=list)
+
+    def layout_table(self) -> str:
+        """The per-page measurements, one line each (height in px, visible code share, code blocks, folded, overflowing, wide tables)."""
+        return "\n".join([LAYOUT_HEADER] + [p.row() for p in self.layout])
 
     @property
     def ok(self) -> bool:
@@ -114,6 +153,41 @@ _PAGE_JS = """async () => {
   }
   const links = [...document.querySelectorAll('a[href]')].map(a => a.href);
   return {math: math.length, raw, merror, images: document.images.length, broken, links};
+}"""
+
+# The page's layout: height and visible code input with folds as they are, then every fold
+# opened to find the code blocks (cell inputs and literal blocks; not printed output) whose lines run past their box.
+_LAYOUT_JS = """() => {
+  const root = document.querySelector('main') || document.body;
+  const height = Math.max(document.documentElement.scrollHeight, document.body.scrollHeight);
+  const inputs = [...root.querySelectorAll('.cell_input')];
+  const shown = inputs.filter(e => e.getClientRects().length > 0 && !e.closest('details:not([open])'));
+  const code = shown.reduce((s, e) => s + e.getBoundingClientRect().height, 0);
+  const folded = inputs.length - shown.length;
+  for (const d of root.querySelectorAll('details')) { d.open = true; }
+  const over = [];
+  for (const pre of root.querySelectorAll('pre')) {
+    if (pre.getClientRects().length === 0 || pre.closest('.cell_output')) continue;  // code, not what it printed
+    if (pre.scrollWidth > pre.clientWidth + 1) {
+      const lines = pre.textContent.split('\\n');
+      const longest = lines.reduce((a, b) => (b.length > a.length ? b : a), '');
+      over.push(longest.trim().slice(0, 80));
+    }
+  }
+  const article = root.querySelector('article') || root;
+  const width = article.clientWidth;
+  const wide = [];
+  for (const t of article.querySelectorAll('table')) {
+    if (t.getClientRects().length === 0 || t.scrollWidth <= width + 1) continue;
+    let e = t, boxed = false;
+    while (e && e !== article) {
+      const ox = getComputedStyle(e).overflowX;
+      if ((ox === 'auto' || ox === 'scroll') && e.clientWidth <= width + 1) { boxed = true; break; }
+      e = e.parentElement;
+    }
+    if (!boxed) wide.push((t.textContent || '').trim().replace(/\\s+/g, ' ').slice(0, 60));
+  }
+  return {height, code, inputs: inputs.length, folded, over, wide};
 }"""
 
 
@@ -157,6 +231,7 @@ def check_site(html_dir: str | Path, *, timeout_s: float = 30.0, screenshots: st
                     if screenshots is not None:
                         Path(screenshots).mkdir(parents=True, exist_ok=True)
                         page.screenshot(path=str(Path(screenshots) / (str(rel.with_suffix("")).replace("/", "__") + ".png")))
+                    shape = page.evaluate(_LAYOUT_JS)
                 except Exception as exc:  # a page that does not load or hangs
                     report.problems.append(f"{rel}: did not load: {str(exc).splitlines()[0]}")
                     page.close()
@@ -175,6 +250,14 @@ def check_site(html_dir: str | Path, *, timeout_s: float = 30.0, screenshots: st
                 report.images += seen["images"]
                 for src in seen["broken"]:
                     report.problems.append(f"{rel}: broken image: {src}")
+                height = max(int(shape["height"]), 1)
+                report.layout.append(PageLayout(
+                    page=str(rel), height=height, code_share=float(shape["code"]) / height, code_blocks=int(shape["inputs"]),
+                    folded=int(shape["folded"]), overflowing=len(shape["over"]), wide_tables=len(shape["wide"])))
+                for line in shape["over"]:
+                    report.problems.append(f"{rel}: a code line runs past its box: {line!r}")
+                for t in shape["wide"]:
+                    report.problems.append(f"{rel}: a table runs past the text column (it does not scroll in its own box): {t!r}")
                 for href in dict.fromkeys(seen["links"]):
                     problem = _check_link(href, page_path)
                     if problem == "external":

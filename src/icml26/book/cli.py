@@ -15,6 +15,8 @@ Examples
     open every page of ``_build/html`` in headless Chromium and report what is broken.
 ``python -m icml26 sync``
     write the ``.ipynb`` twins of every chapter to ``_build/ipynb`` (for nbval).
+``python -m icml26 fmt [--check]``
+    format the chapters' code cells to the book's line length (``icml26.book.fmt``).
 """
 
 from __future__ import annotations
@@ -118,8 +120,14 @@ def make_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check-site", help="open every page of the built book in headless Chromium and report problems")
     c.add_argument("--html", type=Path, default=None, help="the built book (default: _build/html)")
     c.add_argument("--screenshots", type=Path, default=None, metavar="DIR", help="also save a screenshot of each page in DIR")
+    c.add_argument("--layout-json", type=Path, default=None, metavar="FILE",
+                   help="also write each page's height, visible code share and overflowing code blocks to FILE")
 
     sub.add_parser("sync", help="write the .ipynb twins of the chapters to _build/ipynb")
+
+    f = sub.add_parser("fmt", help="format the chapters' code cells to the book's line length (ruff format, through jupytext)")
+    f.add_argument("chapters", nargs="*", help="chapter ids, numbers or slugs (default: all)")
+    f.add_argument("--check", action="store_true", help="only report the chapters that would change; exit 1 if any")
 
     w = sub.add_parser(
         "sweep",
@@ -321,8 +329,22 @@ def _dispatch(args) -> int:
         except RuntimeError as exc:  # no browser
             _err("check-site", str(exc))
             return 2
+        print(report.layout_table())
+        if args.layout_json is not None:
+            import dataclasses
+            import json
+
+            args.layout_json.write_text(json.dumps([dataclasses.asdict(p) for p in report.layout], indent=1))
         print(report.summary())
         return 0 if report.ok else 1
+    if args.command == "fmt":
+        from .fmt import LINE_LENGTH, format_chapter
+
+        changed = [nb for ch in book.select(args.chapters) for nb in ch.notebooks if format_chapter(nb, check=args.check)]
+        for nb in changed:
+            print(f"{'would reformat' if args.check else 'reformatted'} {nb.relative_to(book.root)}")
+        print(f"{len(changed)} notebook(s) {'to reformat' if args.check else 'reformatted'} (code cells at {LINE_LENGTH} columns)")
+        return 1 if changed and args.check else 0
     if args.command == "sweep":
         from . import sweep as sw
 

@@ -182,15 +182,68 @@ def seed_aggregates(book: Book, scale: str) -> tuple[str, dict[str, dict[str, di
 PAPER_WORDS: tuple[str, ...] = ("reproduced", "partly reproduced", "not reproduced", "inconclusive")
 
 
-def scorecard_markdown(book: Book, scale: str = "full", *, figure_dir: Path | None = None) -> str:
-    """The scorecard as MyST markdown: headline over *paper* claims, forest plot, coverage, one table per kind.
+def _short(text: str, limit: int) -> str:
+    """``text`` cut to about ``limit`` characters at a word boundary (its first clause where that is shorter)."""
+    text = " ".join(str(text or "").split())
+    for sep in (" (", "; ", ": "):
+        head = text.split(sep, 1)[0]
+        if 20 <= len(head) < len(text) and head.count("(") == head.count(")"):
+            text = head
+            break
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0].rstrip(",;:")
+    return cut + " …"
 
-    With ``figure_dir`` the forest plot of every paper claim is saved there as
-    ``forest.png`` and shown (path ``_generated/forest.png``, as the intro includes it).
-    """
+
+def short_title(ch: Chapter) -> str:
+    """The chapter's title up to its first colon: ``02 · ST-BCP``."""
+    return chapter_title(ch).split(":", 1)[0].strip()
+
+
+def claim_label(cid: str) -> str:
+    """The MyST label the build puts on a chapter's *Claim check* heading."""
+    return f"claim-check-{cid}"
+
+
+def _one_effect(row: dict, agg: dict | None = None, digits: int = 3) -> str:
+    """A claim's first noisy core check as ``effect [low, high] unit``, pooled over seeds where given; "" for none."""
+    pooled = (agg or {}).get("pooled", {}).get("checks", {})
+    found = []
+    for name, d in (row.get("decisions") or {}).items():
+        st = dict(d.get("stats") or {})
+        if name in pooled:
+            st = {**st, **(pooled[name].get("stats") or {})}
+        if st.get("smallest_effect") is None or st.get("ci_low") is None:
+            continue
+        g = f"+.{digits}g"
+        found.append(f"{st['effect']:{g}} [{st['ci_low']:{g}}, {st['ci_high']:{g}}]{st.get('unit', '')}")
+    if not found:
+        return ""
+    return found[0] + (f" (+{len(found) - 1} more)" if len(found) > 1 else "")
+
+
+@dataclass
+class _Card:
+    """What the front page and the *Claims in detail* page are made of (see :func:`scorecard_markdown`)."""
+
+    tally: str = ""
+    rule: str = ""
+    data_links: list[str] = field(default_factory=list)
+    kinds: str = ""
+    forest: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # stale sweep tasks, records left out
+    coverage: list[str] = field(default_factory=list)
+    rows_by_kind: dict[str, list[str]] = field(default_factory=dict)
+    compact: list[str] = field(default_factory=list)
+    counts: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+def _scorecard(book: Book, scale: str, figure_dir: Path | None, anchors: dict[str, str] | None) -> _Card:
     from .chapter import VERDICT_RULE
     from .forest import forest_figure, forest_rows
 
+    anchors = anchors or {}
     records = load_records(book, scale)
     chapters = {c.id: c for c in book.chapters()}
     sweep_scale, over_seeds = seed_aggregates(book, scale)
@@ -200,11 +253,13 @@ def scorecard_markdown(book: Book, scale: str = "full", *, figure_dir: Path | No
     per_chapter: dict[str, dict[str, dict[str, int]]] = {}
     mismatched = []
     forest: list[dict] = []
+    compact: list[str] = []
     seeds_behind: set[int] = set()
     for cid, ch in chapters.items():
         link = _doc_link(_cell(chapter_title(ch)), f"{cid}/{ch.notebooks[0].stem}")
         per_chapter[cid] = {k: {} for k in KIND_TITLE}
         first = {k: True for k in KIND_TITLE}
+        first_compact = True
         for payload in records.get(cid, []):
             if payload["mismatch"]:
                 mismatched.append(f"{cid}/{payload.get('part', 'main')} (seed {payload.get('seed')})")
@@ -238,6 +293,19 @@ def scorecard_markdown(book: Book, scale: str = "full", *, figure_dir: Path | No
                 cells += [_cell(seeds_cell), _cell(_decided(r)), _cell(r.get("stand_in", "")), _cell(_note(r))]
                 first[kind] = False
                 rows_by_kind[kind].append("| " + " | ".join(cells) + " |")
+                if kind == "paper":
+                    few = _cell(_short(r["claim"], 60)).replace("[", "(").replace("]", ")")
+                    target = anchors.get(cid)
+                    claim_cell = (f"{{ref}}`{few.replace('`', '')} <{target}>`" if target
+                                  else _doc_link(few, f"{cid}/{ch.notebooks[0].stem}"))
+                    verdict = VERDICT_MARK.get(v, v)
+                    if agg is not None:
+                        verdict += f"; over {agg['n']} seeds: {VERDICT_MARK.get(agg['overall'], agg['overall'])}"
+                    compact.append("| " + " | ".join([
+                        _doc_link(cid[:2], f"{cid}/{ch.notebooks[0].stem}") if first_compact else "", claim_cell,
+                        _cell(verdict), _cell(_one_effect(r, agg, digits=2)), _cell(_short(r.get("paper", ""), 36)),
+                    ]) + " |")
+                    first_compact = False
 
     def tally(kind: str) -> str:
         c = counts[kind]
@@ -246,48 +314,43 @@ def scorecard_markdown(book: Book, scale: str = "full", *, figure_dir: Path | No
         return f"{n} (" + ", ".join(f"{c.get(w, 0)} {w}" for w in words) + ")" if n else "0"
 
     papers = remit(book)
-    written = [p for p in papers if p["id"] in chapters]
     n_paper = sum(counts["paper"].values())
     single = (f"at `{scale}` scale, single seed (seed 0): "
               + ", ".join(f"**{counts['paper'].get(w, 0)} {w}**" for w in PAPER_WORDS) + ".")
+    card = _Card(rows_by_kind=rows_by_kind, compact=compact, counts=counts)
+    written = [p for p in papers if p["id"] in chapters]
+    from_papers = f"from {len(written)} of the {len(papers)} papers"
     if over_seeds:
         from .sweep import AGGREGATE_RULE
 
         n_agg = sum(overall_counts.values())
-        head = [
-            f"**{n_paper} paper claim{'s' * (n_paper != 1)}** from {len(written)} of the {len(papers)} papers. "
+        card.tally = (
+            f"**{n_paper} paper claim{'s' * (n_paper != 1)}** {from_papers}. "
             f"Evidence pooled over {len(seeds_behind)} seeds (`python -m icml26 sweep` at `{sweep_scale}` scale) "
             f"for {n_agg} of them: "
             + ", ".join(f"**{overall_counts.get(w, 0)} {w}**" for w in PAPER_WORDS)
-            + f". The seed-0 runs the chapters show read, {single}",
-            "",
-            f"**How verdicts are decided.** {VERDICT_RULE} **Over seeds:** {AGGREGATE_RULE}",
-            "",
-        ]
+            + f". The seed-0 runs the chapters show read, {single}"
+        )
+        card.rule = f"**How verdicts are decided.** {VERDICT_RULE} **Over seeds:** {AGGREGATE_RULE}"
     else:
-        head = [
-            f"**{n_paper} paper claim{'s' * (n_paper != 1)}** from {len(written)} of the {len(papers)} papers {single}",
-            "",
-            f"**How verdicts are decided.** {VERDICT_RULE} No sweep over seeds has run yet, so every row is a single "
-            "seed (`python -m icml26 sweep --until-decided` adds seeds until the claims are decided).",
-            "",
-        ]
+        card.tally = f"**{n_paper} paper claim{'s' * (n_paper != 1)}** {from_papers} {single}"
+        card.rule = (f"**How verdicts are decided.** {VERDICT_RULE} No sweep over seeds has run yet, so every row is a "
+                     "single seed (`python -m icml26 sweep --until-decided` adds seeds until the claims are decided).")
     if figure_dir is not None:
-        head += ["The scorecard as data: {download}`claims.json <_generated/claims.json>` (every claim with its checks, "
-                 "effects, intervals, smallest effects, replicates, seeds and rules) and {download}`claims.csv "
-                 "<_generated/claims.csv>` (one row per claim; `pandas.read_csv` reads it).", ""]
-    head += [
+        card.data_links = ["The scorecard as data: {download}`claims.json <_generated/claims.json>` (every claim with its "
+                           "checks, effects, intervals, smallest effects, replicates, seeds and rules) and {download}`claims.csv "
+                           "<_generated/claims.csv>` (one row per claim; `pandas.read_csv` reads it).", ""]
+    card.kinds = (
         "Only *paper* claims, the papers' empirical results tested here, count in that line. Besides them the chapters "
         f"check {tally('derived')} *derived* identities, show {tally('stand-in')} *stand-in* behaviours, and test "
-        f"{tally('own')} properties of their *own* tooling; each kind has its own table and its own words below. "
+        f"{tally('own')} properties of their *own* tooling; each kind has its own table and its own words. "
         "Every cell is filled from the claim records the chapters wrote when they ran; nothing here is typed by hand. "
-        "\"—\" marks an empty cell.",
-        "",
-    ]
+        "\"—\" marks an empty cell."
+    )
     if figure_dir is not None and forest:
         fig_title = "Paper claims: our effect with its 90% interval" + (" (pooled over seeds where a sweep ran)" if over_seeds else " (seed 0)")
         forest_figure(forest, title=fig_title, path=figure_dir / "forest.png")
-        head += [
+        card.forest = [
             "```{figure} _generated/forest.png",
             ":name: forest-plot",
             ":alt: Forest plot of every paper claim's effect, scaled by its smallest effect",
@@ -304,14 +367,14 @@ def scorecard_markdown(book: Book, scale: str = "full", *, figure_dir: Path | No
     stale = stale_sweep_tasks(book, sweep_scale)
     if stale:
         ids = sorted({r.chapter.split("-")[0] for r in stale})
-        head += [
+        card.notes += [
             f"{len(stale)} stored sweep task(s) at `{sweep_scale}` ran an earlier version of their chapter (chapters "
             + ", ".join(ids) + f"), so their claims are left out of *Over seeds*; `python -m icml26 sweep {' '.join(ids)} "
             f"--scale {sweep_scale} --seeds ...` runs them again.",
             "",
         ]
     if mismatched:
-        head += [
+        card.notes += [
             "```{warning}",
             "These claim records do not come from the runs rendered here (another seed, or a run outside "
             "`python -m icml26 run`), so they are left out: " + ", ".join(mismatched) + ".",
@@ -336,16 +399,83 @@ def scorecard_markdown(book: Book, scale: str = "full", *, figure_dir: Path | No
             + " | ".join(others)
             + f" | {_runtime(book, scale, cid)} |"
         )
-    out = "\n".join(head) + "\n### Coverage\n\n" + "\n".join(cov) + "\n"
+    card.coverage = cov
+    return card
+
+
+DETAIL_PAGE = "claims"  # book/claims.md: the "Claims in detail" page, which includes _generated/claims-detail.md
+COMPACT_HEADER = ("| Ch. | Paper claim | Verdict | Our effect [90% interval] | The paper's figure |\n"
+                  "|---|---|---|---|---|")
+
+
+def scorecard_markdown(book: Book, scale: str = "full", *, figure_dir: Path | None = None,
+                       anchors: dict[str, str] | None = None) -> str:
+    """The front page's scorecard as MyST markdown: headline tallies, forest plot, one compact table of paper claims.
+
+    Each row of the table (chapter, the claim in a few words, verdict, our effect with its
+    interval, the paper's figure) links to the chapter's claim check: to the label in
+    ``anchors`` (chapter id → label, as :func:`stage` puts them) or else to the chapter's
+    page. Everything else — how each verdict was decided, stand-ins, notes, revisions,
+    smallest effects, replicates needed, evidence over seeds, the other kinds of claim
+    and the coverage of the papers — is on the *Claims in detail* page
+    (:func:`claims_detail_markdown`). With ``figure_dir`` the forest plot is saved there as
+    ``forest.png`` and shown (path ``_generated/forest.png``, as the intro includes it).
+    """
+    card = _scorecard(book, scale, figure_dir, anchors)
+    detail = (book.book_dir / f"{DETAIL_PAGE}.md").exists()
+    more = _doc_link("Claims in detail", DETAIL_PAGE) if detail else "*Claims in detail*"
+    out = [card.tally, ""] + card.data_links + card.notes + card.forest
+    out += ["### Paper claims", ""]
+    if card.compact:
+        out += ["```{table}", ":class: scorecard-compact", ":widths: auto", "", COMPACT_HEADER, *card.compact, "```", "",
+                "Each claim links to its chapter's claim check. The effect is the first noisy core check's, in the "
+                "claim's own units (pooled over seeds where a sweep ran); \"—\" marks a claim decided by exact checks "
+                "(counts, identities) alone.", ""]
+    else:
+        out += ["*(none)*", ""]
+    out += [f"{card.kinds} How each verdict was decided, smallest effects, replicates needed, stand-ins, notes, "
+            f"revisions and the other kinds of claim, row by row: {more}.", ""]
+    return "\n".join(out)
+
+
+def claims_detail_markdown(book: Book, scale: str = "full") -> str:
+    """The *Claims in detail* page: the verdict rule, coverage of the papers, and one full table per kind of claim."""
+    card = _scorecard(book, scale, None, None)
+    out = "\n".join([card.tally, "", card.rule, "", card.kinds, "", *card.notes])
+    out += "\n## Coverage\n\n" + "\n".join(card.coverage) + "\n"
     header = "| Chapter | Claim | Paper | This run (seed 0) | Verdict | Over seeds | How it was decided | Stand-in | Note |\n|---|---|---|---|---|---|---|---|---|"
     paper_header = ("| Chapter | Claim | Paper | This run (seed 0) | Verdict | Effect [interval] | Smallest effect | "
                     "Replicates needed | Over seeds | How it was decided | Stand-in | Note |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
     for kind, title in KIND_TITLE.items():
-        out += f"\n### {title}\n\n"
+        out += f"\n## {title}\n\n"
         h = paper_header if kind == "paper" else header
-        out += (h + "\n" + "\n".join(rows_by_kind[kind]) + "\n") if rows_by_kind[kind] else "*(none)*\n"
+        out += (h + "\n" + "\n".join(card.rows_by_kind[kind]) + "\n") if card.rows_by_kind[kind] else "*(none)*\n"
     return out
 
+
+def verdict_box(cid: str, payloads: list[dict], *, label: str | None = None) -> str:
+    """The box that opens a chapter: each claim of this run with its kind, verdict and a one-line effect.
+
+    Paper claims come first. The effect is the first noisy core check's with its interval,
+    else this run's figure. Empty when the chapter wrote no claims.
+    """
+    rows = [r for p in payloads if not p.get("mismatch") for r in p.get("claims", [])]
+    if not rows:
+        return ""
+    order = {k: i for i, k in enumerate(KIND_TITLE)}
+    rows = sorted(rows, key=lambda r: order.get(r.get("kind"), len(order)))
+    lines = ["````{admonition} The verdicts of this run", ":class: important", "",
+             "```{table}", ":class: scorecard-compact", ":widths: auto", "",
+             "| Claim | Kind | Verdict | Effect [90% interval], or our figure |", "|---|---|---|---|"]
+    for r in rows:
+        effect = _one_effect(r) or _short(r.get("ours", ""), 60)
+        v = r.get("verdict", "")
+        lines.append("| " + " | ".join([_cell(_short(r.get("claim", ""), 80)), _cell(r.get("kind", "")),
+                                        _cell(VERDICT_MARK.get(v, v)), _cell(effect)]) + " |")
+    where = f"{{ref}}`Claim check <{label}>`" if label else "*Claim check*"
+    lines += ["```", "", f"How each verdict was decided, and the paper's figures beside ours: {where}. Only *paper* claims "
+              "are reproductions.", "````"]
+    return "\n".join(lines)
 
 CLAIM_COLUMNS: tuple[str, ...] = (
     "chapter", "part", "id", "kind", "claim", "verdict", "why", "effect", "ci_low", "ci_high", "smallest_effect",
@@ -570,6 +700,32 @@ def _under_title(nb, block: str) -> None:
         nb.cells.insert(0, nbformat.v4.new_markdown_cell(block))
 
 
+def _after_claim(nb, block: str) -> None:
+    """Put a MyST block at the end of the notebook's *The claim* section (before ``## Parameters``).
+
+    Without such a section the block goes right under the title.
+    """
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and re.search(r"^## Parameters\s*$", cell.source, re.M):
+            m = re.search(r"^## Parameters\s*$", cell.source, re.M)
+            head, rest = cell.source[: m.start()], cell.source[m.start():]
+            cell.source = (head.rstrip() + "\n\n" if head.strip() else "") + block + "\n\n" + rest
+            return
+    _under_title(nb, block)
+
+
+def _label_heading(nb, heading: str, label: str) -> bool:
+    """Put the MyST label ``(label)=`` on the first ``## heading`` of the notebook; whether there was one."""
+    pattern = re.compile(rf"^## {re.escape(heading)}\s*$", re.M)
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            m = pattern.search(cell.source)
+            if m:
+                cell.source = cell.source[: m.start()] + f"({label})=\n" + cell.source[m.start():]
+                return True
+    return False
+
+
 def notebook_parameters(nb) -> dict:
     """The literal assignments of a notebook's ``parameters`` cell (name → value), in order."""
     import ast
@@ -704,6 +860,8 @@ def stage(book: Book, scale: str = "full", *, strict: bool = False) -> Staged:
     staged = Staged(site)
     problems = []
     sweep_scale, over_seeds = seed_aggregates(book, scale)
+    records = load_records(book, scale)
+    anchors: dict[str, str] = {}
     for ch in book.chapters():
         word, why = book.state(scale, ch)
         staged.shown[ch.id] = word
@@ -730,6 +888,12 @@ def stage(book: Book, scale: str = "full", *, strict: bool = False) -> Staged:
             problems += [f"{ch.id}/{nb_path.stem}: {p}" for p in found]
             params = notebook_parameters(nb)
             fold_parameters(nb)
+            if ch.id not in anchors and _label_heading(nb, "Claim check", claim_label(ch.id)):
+                anchors[ch.id] = claim_label(ch.id)
+            if nb_path == ch.notebooks[0]:
+                box = verdict_box(ch.id, records.get(ch.id, []), label=anchors.get(ch.id))
+                if box:
+                    _after_claim(nb, box)
             _under_title(nb, rerun_box(ch, nb_path, params, scale))
             if found:
                 items = "\n".join("- `` " + p.replace("`", "'") + " ``" for p in found)
@@ -760,7 +924,8 @@ def stage(book: Book, scale: str = "full", *, strict: bool = False) -> Staged:
     gen = site / "book" / "_generated"
     gen.mkdir()
     write_claims_data(book, scale, gen)
-    (gen / "scorecard.md").write_text(scorecard_markdown(book, scale, figure_dir=gen))
+    (gen / "scorecard.md").write_text(scorecard_markdown(book, scale, figure_dir=gen, anchors=anchors))
+    (gen / "claims-detail.md").write_text(claims_detail_markdown(book, scale))
     (gen / "status.md").write_text(status_markdown(book))
     (gen / "build.md").write_text(build_note(book, scale, staged.shown))
     from .bench import load as load_bench
@@ -819,6 +984,8 @@ def check_toc(book: Book) -> list[str]:
             problems.append(f"_toc.yml names {f}, which is no chapter notebook")
         elif f.count("/") == 1 and not (book.root / f"{f}.md").exists():
             problems.append(f"_toc.yml names {f}, which does not exist")
+    if (book.book_dir / f"{DETAIL_PAGE}.md").exists() and f"book/{DETAIL_PAGE}" not in files:
+        problems.append(f"book/{DETAIL_PAGE} (Claims in detail, which the front page links to) is not in _toc.yml")
     root = toc.get("root")
     if root and not (book.root / f"{root}.md").exists():
         problems.append(f"_toc.yml root {root} does not exist")
