@@ -19,7 +19,7 @@ def test_scorecard_and_stage(toy):
     toy.execute(ch, "full", 0, progress=False)
     card = site.scorecard_markdown(toy, "full")
     # the front page: the tallies and one compact row per paper claim, linked to the chapter
-    assert "**1 paper claim** from 2 of the 2 papers at `full` scale, single seed (seed 0): **1 reproduced**" in card
+    assert "**1 paper claim** from the 1 chapter that ran, of 2 written for the 2 papers at `full` scale, single seed (seed 0): **1 reproduced**" in card
     assert "| {doc}`01 <01-toy/toy>` | {doc}`one is one <01-toy/toy>` | **reproduced** | — | 1 |" in card
     assert "How it was decided" not in card and "single seed |" not in card
     # every field moved to the claims-in-detail page

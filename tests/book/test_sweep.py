@@ -218,3 +218,18 @@ def test_sweep_params_are_checked_and_kept_apart(toy):
     (other / "run.json").write_text("{not json")
     with pytest.warns(UserWarning, match="unreadable sweep record"):
         assert sw.load_sweep_claims(toy, "ci") == {}
+
+
+def test_the_scorecard_names_tasks_with_other_parameters(toy):
+    from dataclasses import asdict
+
+    from icml26.book import site
+
+    d = sw.task_dir(toy, "ci", 0, "01-toy", {"extra": 1})
+    d.mkdir(parents=True)
+    rec = sw.SweepRecord(chapter="01-toy", scale="ci", seed=0, params={"extra": 1}, key="k", status="ok", wall_s=1.0,
+                         error=None, finished="2026-12-01 00:00:00", worker="w")
+    (d / "run.json").write_text(json.dumps(asdict(rec)))
+    ch = toy.select(["01"])[0]
+    toy.execute(ch, "ci", 0, progress=False)
+    assert "kept apart and not pooled here: 01-toy (extra=1)" in site.scorecard_markdown(toy, "ci")

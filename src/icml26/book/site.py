@@ -318,8 +318,11 @@ def _scorecard(book: Book, scale: str, figure_dir: Path | None, anchors: dict[st
     single = (f"at `{scale}` scale, single seed (seed 0): "
               + ", ".join(f"**{counts['paper'].get(w, 0)} {w}**" for w in PAPER_WORDS) + ".")
     card = _Card(rows_by_kind=rows_by_kind, compact=compact, counts=counts)
+    ran = {cid for cid, payloads in records.items() if any(not pl["mismatch"] for pl in payloads)}
     written = [p for p in papers if p["id"] in chapters]
-    from_papers = f"from {len(written)} of the {len(papers)} papers"
+    from_papers = f"from the {len(ran)} chapter{'s' * (len(ran) != 1)} that ran, of {len(written)} written for the {len(papers)} papers"
+    if len(ran) == len(written) == len(papers):
+        from_papers = f"from all {len(papers)} papers"
     if over_seeds:
         from .sweep import AGGREGATE_RULE
 
@@ -371,6 +374,18 @@ def _scorecard(book: Book, scale: str, figure_dir: Path | None, anchors: dict[st
             f"{len(stale)} stored sweep task(s) at `{sweep_scale}` ran an earlier version of their chapter (chapters "
             + ", ".join(ids) + f"), so their claims are left out of *Over seeds*; `python -m icml26 sweep {' '.join(ids)} "
             f"--scale {sweep_scale} --seeds ...` runs them again.",
+            "",
+        ]
+    from .sweep import _stored_tasks
+
+    with_params: dict[str, set[str]] = {}
+    for _, rec in _stored_tasks(book, sweep_scale):
+        if rec.params and rec.status != "failed":
+            with_params.setdefault(rec.chapter, set()).add(", ".join(f"{k}={v!r}" for k, v in sorted(rec.params.items())))
+    if with_params:
+        card.notes += [
+            "Sweep tasks with non-default parameters are kept apart and not pooled here: "
+            + "; ".join(f"{cid} ({' | '.join(sorted(ps))})" for cid, ps in sorted(with_params.items())) + ".",
             "",
         ]
     if mismatched:
