@@ -174,10 +174,10 @@ def built(tmp_path_factory):
     toy = conftest.GOOD.replace("\nThe identity", "\n## The claim\n\nThe identity").replace(
         "```{code-cell} ipython3\n:tags: [parameters]", "## Parameters\n\n```{code-cell} ipython3\n:tags: [parameters]")
     toy = toy.replace("```{code-cell} ipython3\nfrom icml26 import bcp", "## Claim check\n\n```{code-cell} ipython3\nfrom icml26 import bcp")
-    long = 'claims = [chapter.Claim(id="one", claim="one is one", kind="paper", paper="1", ours=str(1 + seed), checks={"equal": chapter.exact(1 + seed == 1, "arithmetic on the seed")})]'
+    long = 'claims = [chapter.Claim(id="one", claim="one is one", kind="paper", paper="1", ours=str(1 + seed + extra), checks={"equal": chapter.exact(1 + seed + extra == 1, "arithmetic on the seed")})]'
     assert long in toy
-    toy = toy.replace(long, 'claims = [\n    chapter.Claim(\n        id="one", claim="one is one", kind="paper", paper="1", ours=str(1 + seed),\n'
-                      '        checks={"equal": chapter.exact(1 + seed == 1, "arithmetic on the seed")},\n    )\n]')  # lines that fit the column
+    toy = toy.replace(long, 'claims = [\n    chapter.Claim(\n        id="one", claim="one is one", kind="paper", paper="1", ours=str(1 + seed + extra),\n'
+                      '        checks={"equal": chapter.exact(1 + seed + extra == 1, "arithmetic on the seed")},\n    )\n]')  # lines that fit the column
     toy = toy.replace("  # noqa: F401  (the toy's cache key covers src/icml26/bcp.py)", "  # noqa: F401")
     (root / "book" / "01-toy" / "toy.md").write_text(toy)
     (root / "book" / "02-bad").mkdir()
