@@ -163,3 +163,17 @@ def test_record_claims_writes_json(tmp_path, monkeypatch):
 def test_setup_bounds_the_seed():
     with pytest.raises(ValueError, match="from 0 to 4294967295"):
         chapter.setup("ci", 2**70)
+
+
+def test_by_scale_overrides_are_checked():
+    cfg = dict(n_seeds=3, lr=0.1, name="a", sizes=[1, 2])
+    assert chapter.by_scale("ci", ci=cfg, full={}, overrides={"n_seeds": 5.0, "lr": 1}) == {**cfg, "n_seeds": 5, "lr": 1}
+    assert chapter.by_scale("ci", ci=cfg, full={}, overrides={}) is cfg
+    with pytest.raises(ValueError, match=r"'n_sed' is not a setting of this chapter; its settings at scale 'ci' are lr, n_seeds, name, sizes"):
+        chapter.by_scale("ci", ci=cfg, full={}, overrides={"n_sed": 5})
+    with pytest.raises(ValueError, match=r"n_seeds=2.5 is a float; the setting's default is 3 \(int\)"):
+        chapter.by_scale("ci", ci=cfg, full={}, overrides={"n_seeds": 2.5})
+    with pytest.raises(ValueError, match="is a str"):
+        chapter.by_scale("ci", ci=cfg, full={}, overrides={"sizes": "12"})
+    with pytest.raises(TypeError, match="must be a dict of settings"):
+        chapter.by_scale("ci", ci=cfg, full={}, overrides=["n_seeds"])

@@ -58,9 +58,45 @@ def check_seed(seed: Any) -> int:
     return int(seed)
 
 
-def by_scale(scale: str, *, ci: T, full: T) -> T:
-    """Pick the value for ``scale`` (validated): ``by_scale("ci", ci=100, full=500) == 100``."""
-    return ci if check_scale(scale) == "ci" else full
+def by_scale(scale: str, *, ci: T, full: T, overrides: Mapping[str, Any] | None = None) -> T:
+    """Pick the value for ``scale`` (validated), with a reader's ``overrides`` of its settings.
+
+    ``by_scale("ci", ci=100, full=500) == 100``. When the values are dicts of settings
+    (a chapter's ``CFG``), ``overrides`` (the chapter's ``overrides`` parameter, e.g.
+    ``python -m icml26 run 02 --param overrides='{"n_seeds": 20}'``) replaces some of them;
+    a name the chapter does not have, or a value of another type than the default, is a
+    ``ValueError`` naming it and the valid settings.
+
+    >>> by_scale("ci", ci={"n": 3}, full={"n": 10}, overrides={"n": 5})
+    {'n': 5}
+    """
+    value = ci if check_scale(scale) == "ci" else full
+    if not overrides:
+        return value
+    if not isinstance(overrides, Mapping):
+        raise TypeError(f"overrides={overrides!r} must be a dict of settings, e.g. {{'n_seeds': 20}}")
+    if not isinstance(value, Mapping):
+        raise ValueError(f"overrides={dict(overrides)!r}: this setting is not a dict of named settings")
+    unknown = [k for k in overrides if k not in value]
+    if unknown:
+        raise ValueError(
+            f"overrides: {', '.join(map(repr, unknown))} {'is not a setting' if len(unknown) == 1 else 'are not settings'} "
+            f"of this chapter; its settings at scale {scale!r} are {', '.join(sorted(map(str, value)))}"
+        )
+    for k, v in overrides.items():
+        old = value[k]
+        same = (isinstance(old, bool) == isinstance(v, bool)) and (
+            (isinstance(old, (int, float)) and isinstance(v, (int, float)) and (isinstance(old, float) or float(v).is_integer()))
+            or (isinstance(old, str) and isinstance(v, str))
+            or (isinstance(old, (list, tuple)) and isinstance(v, (list, tuple)))
+            or (isinstance(old, Mapping) and isinstance(v, Mapping))
+            or old is None
+        )
+        if not same:
+            raise ValueError(f"overrides: {k}={v!r} is a {type(v).__name__}; the setting's default is {old!r} ({type(old).__name__})")
+    out = dict(value)
+    out.update({k: (int(v) if isinstance(value[k], int) and not isinstance(value[k], bool) else v) for k, v in overrides.items()})
+    return out  # type: ignore[return-value]
 
 
 def seed_everything(seed: int) -> np.random.Generator:
