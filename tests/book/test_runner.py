@@ -289,3 +289,41 @@ def test_a_bad_scheduler_address_is_one_line(toy):
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "--scheduler 'notaurl' is not a scheduler address" in proc.stderr
+
+
+DIES = """
+```{code-cell} ipython3
+import os, signal
+os.kill(os.getpid(), signal.SIGKILL)  # as an out-of-memory kill would
+```
+"""
+
+
+def test_a_dead_kernel_is_reported_with_the_running_line_and_not_rerun_unchanged(toy):
+    ch = toy.select(["01"])[0]
+    ch.notebooks[0].write_text(ch.notebooks[0].read_text() + DIES)
+    rec = toy.execute(ch, "ci", 0, progress=False)
+    assert rec.status == "failed" and rec.error.get("cell") and rec.error.get("line"), rec.error
+    text = ch.notebooks[0].read_text().splitlines()
+    assert text[rec.error["line"] - 1] == "import os, signal"  # the first line of the cell that was running
+    # the same inputs again: not executed again (it would die again), and said so
+    t0 = time.perf_counter()
+    again = toy.execute(ch, "ci", 0, progress=False)
+    assert again.status == "failed" and "not executed again" in again.error["evalue"] and time.perf_counter() - t0 < 5
+    assert toy.execute(ch, "ci", 0, progress=False, force=True).error.get("line") == rec.error["line"]  # --force retries
+
+
+def test_list_into_a_closed_pipe_is_quiet(toy):
+    proc = subprocess.run(f"{sys.executable} -m icml26 --root {toy.root} list | head -c 1 > /dev/null",
+                          shell=True, capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr
+
+
+def test_a_damaged_claim_record_is_left_out_of_the_scorecard(toy, capsys):
+    from icml26.book import site
+
+    ch = toy.select(["01"])[0]
+    assert toy.execute(ch, "full", 0, progress=False).status == "ok"
+    (toy.results_dir() / "full" / "01-toy" / "extra.json").write_text("{broken")
+    card = site.scorecard_markdown(toy, "full")
+    assert "one is one" in card and "unreadable claim record" in capsys.readouterr().err

@@ -301,6 +301,13 @@ class Book:
             assert prev is not None
             prev.status = "cached"
             return prev
+        last_failure = self.failure(scale, chapter)
+        if not force and last_failure is not None and last_failure.key == key and last_failure.status == "failed":
+            # the same sources, library, pins and parameters failed before: running them again would fail again
+            last_failure.error = {**(last_failure.error or {}), "evalue": (
+                f"not executed again: it failed with these same inputs at {last_failure.finished} "
+                f"({(last_failure.error or {}).get('evalue', '')}); --force runs it anyway")[:600]}
+            return last_failure
         record = RunRecord(chapter=chapter.id, scale=scale, seed=seed, status="ok", wall_s=0.0, key=key, cpus=os.cpu_count() or 0,
                            params=params)
         if kernels.cancelled:
@@ -603,17 +610,17 @@ def sweep_stale_staging(book_build: Path) -> list[Path]:
 
 
 def _running_cell(executed: Path) -> int | None:
-    """Index of the cell papermill marked as running in a partly written output notebook, if any."""
+    """Index of the cell that was running when execution stopped, from a partly written output notebook, if any."""
     try:
         import nbformat
 
         nb = nbformat.read(str(executed), as_version=4)
     except Exception:  # noqa: BLE001 - no output written yet
         return None
-    for i, cell in enumerate(nb.cells):
-        if cell.get("metadata", {}).get("papermill", {}).get("status") == "running":
-            return i
-    return None
+    # papermill marks the cell "completed" even when the kernel died in it; the last cell that
+    # started is the one that was running (cells after it never got a start time)
+    started = [i for i, cell in enumerate(nb.cells) if cell.get("metadata", {}).get("papermill", {}).get("start_time")]
+    return started[-1] if started else None
 
 
 def is_notebook_source(path: Path) -> bool:

@@ -72,7 +72,13 @@ def load_records(book: Book, scale: str) -> dict[str, list[dict]]:
         rec = book.record(scale, ch_dir.name)
         payloads = []
         for f in sorted(ch_dir.glob("*.json")):
-            payload = json.loads(f.read_text())
+            try:
+                payload = json.loads(f.read_text())
+                if not isinstance(payload, dict) or not isinstance(payload.get("claims", []), list):
+                    raise ValueError("not a claim record")
+            except (ValueError, UnicodeDecodeError) as exc:  # a damaged record is left out, named, never a crash
+                print(f"python -m icml26: warning: ignoring the unreadable claim record {f} ({exc})", file=sys.stderr)
+                continue
             payload["mismatch"] = rec is None or payload.get("run_key", "") != rec.key
             payloads.append(payload)
         out[ch_dir.name] = payloads
