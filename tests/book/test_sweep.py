@@ -233,3 +233,23 @@ def test_the_scorecard_names_tasks_with_other_parameters(toy):
     ch = toy.select(["01"])[0]
     toy.execute(ch, "ci", 0, progress=False)
     assert "kept apart and not pooled here: 01-toy (extra=1)" in site.scorecard_markdown(toy, "ci")
+
+
+def test_pooling_with_a_smallest_effect_that_varies_by_seed():
+    import numpy as np
+
+    from icml26.book import chapter
+
+    rng = np.random.default_rng(1)
+    rows = []
+    for s, delta in ((0, 0.074), (1, 0.076)):  # a rule relative to each seed's measured baseline
+        a, b = rng.normal(0.5, 0.1, 3), np.zeros(3)
+        dec = chapter.paired_effect(a, b, smallest_effect=delta, basis="7.5 % of our baseline", replicates=[s * 1000 + k for k in range(3)])
+        from dataclasses import asdict
+
+        c = chapter.Claim(id="c", claim="c", kind="paper", paper="", ours="", checks={"better": dec})
+        rows.append((s, json.loads(json.dumps(asdict(c)))))
+    pooled = sw.pool_claim(rows)
+    st = pooled["checks"]["better"]["stats"]
+    assert st["smallest_effect"] == pytest.approx(0.075) and st["n"] == 6
+    assert "varies by seed (0.074 to 0.076): their mean is used" in pooled["checks"]["better"]["detail"]

@@ -497,7 +497,8 @@ def sweep(
 AGGREGATE_RULE = (
     "Over seeds, the evidence is pooled, not voted: every noisy check of a claim pools the paired replicates of all "
     "the sweep's seeds (each seed's replicates are disjoint, and a replicate is counted once) into one decision by "
-    "the chapter's own rule, with the same margin and smallest effect, at level α/K, where K is the number of looks "
+    "the chapter's own rule, with the same margin and smallest effect (their mean when a rule relative to a measured "
+    "baseline gives each seed its own), at level α/K, where K is the number of looks "
     "the sweep planned (K = 1 for a plain sweep, `--max-seeds` rounds for `--until-decided`). An exact check supports "
     "when it does in every seed, contradicts when it does in none, and is inconclusive when the seeds disagree. "
     "Positive controls and guards are pooled the same way, and the pooled verdict follows from the pooled checks. "
@@ -525,10 +526,19 @@ def _pool_records(recs: Sequence[dict], alpha: float):
     stats = [r.get("stats") or {} for r in recs]
     if all(st.get("diffs") is not None for st in stats):
         if all(st.get("smallest_effect") is not None for st in stats):
+            spread = ""
+            for k in ("smallest_effect", "margin"):
+                vals = [float(st.get(k) or 0.0) for st in stats]
+                if max(vals) - min(vals) > 0:
+                    # a rule relative to a measured baseline (e.g. the paper's relative gain applied to our
+                    # baseline) gives each seed its own value: the pooled decision uses their mean, and says so
+                    mean = sum(vals) / len(vals)
+                    stats = [{**st, k: mean} for st in stats]
+                    spread += f"; the {k.replace('_', ' ')} varies by seed ({min(vals):.3g} to {max(vals):.3g}): their mean is used"
             st = evidence.pool(stats, alpha=alpha)
             outcome = st["outcome"]
             detail = (f"pooled effect {st['effect']:+.3g} [{st['ci_low']:+.3g}, {st['ci_high']:+.3g}] over {st['n']} "
-                      f"replicates of {st['seeds']} seeds; smallest effect {st['smallest_effect']:g}: {outcome}")
+                      f"replicates of {st['seeds']} seeds; smallest effect {st['smallest_effect']:g}: {outcome}{spread}")
             if outcome == "inconclusive" and st.get("n_needed"):
                 detail += f", about {st['n_needed']} replicates in all would decide it"
         else:  # a noisy check without a smallest effect (non-paper kinds): it can support, never contradict
@@ -636,8 +646,19 @@ def undecided_claims(book: Book, scale: str, chapters: Sequence[Chapter], *, loo
         if not by_id:
             out[ch.id] = ["*"]
             continue
-        open_ = [cid for cid, rows in by_id.items() if rows[0][1].get("kind") == "paper"
-                 and pool_claim(rows, looks=looks)["verdict"] == "inconclusive"]
+        open_ = []
+        for cid, rows in by_id.items():
+            if rows[0][1].get("kind") != "paper":
+                continue
+            try:
+                word = pool_claim(rows, looks=looks)["verdict"]
+            except (ValueError, KeyError, TypeError) as exc:  # records that cannot be pooled: undecided, never a crash
+                import warnings
+
+                warnings.warn(f"{ch.id} {cid}: cannot pool its records ({exc}); counted as undecided", stacklevel=2)
+                word = "inconclusive"
+            if word == "inconclusive":
+                open_.append(cid)
         if open_:
             out[ch.id] = open_
     return out
