@@ -36,7 +36,14 @@ def test_format_cells_keeps_the_syntax_tree_and_trailing_semicolons():
 
 @pytest.fixture()
 def chapter_md(tmp_path):
-    from conftest import HEADER
+    import importlib.util
+    from pathlib import Path
+
+    # the top-level tests/conftest.py by its path: a bare `import conftest` may find another folder's
+    spec = importlib.util.spec_from_file_location("_toy_conftest_fmt", Path(__file__).resolve().parents[1] / "conftest.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    HEADER = mod.HEADER
 
     p = tmp_path / "c.md"
     p.write_text(HEADER + '\n```{code-cell} ipython3\nx = dict(' + ", ".join(f"k{i}={i}" for i in range(30)) + ")\n```\n")
