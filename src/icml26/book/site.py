@@ -425,7 +425,7 @@ def _scorecard(book: Book, scale: str, figure_dir: Path | None, anchors: dict[st
 
 
 DETAIL_PAGE = "claims"  # book/claims.md: the "Claims in detail" page, which includes _generated/claims-detail.md
-COMPACT_HEADER = ("| Ch. | Paper claim | Verdict | Our effect [90% interval] | The paper's figure |\n"
+COMPACT_HEADER = ("| Ch. | Paper claim | Verdict | Our effect [interval: 90 %; pooled, 1−2α/K] | The paper's figure |\n"
                   "|---|---|---|---|---|")
 
 
