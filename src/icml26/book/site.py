@@ -357,7 +357,7 @@ def _scorecard(book: Book, scale: str, figure_dir: Path | None, anchors: dict[st
         "\"—\" marks an empty cell."
     )
     if figure_dir is not None and forest:
-        fig_title = "Paper claims: our effect with its 90% interval" + (" (pooled over seeds where a sweep ran)" if over_seeds else " (seed 0)")
+        fig_title = ("Paper claims: our effect with its interval" + (" (pooled over seeds where a sweep ran, at 1−2α/K; else seed 0, 90 %)" if over_seeds else " (seed 0, 90 %)"))
         forest_figure(forest, title=fig_title, path=figure_dir / "forest.png")
         card.forest = [
             "```{figure} _generated/forest.png",
