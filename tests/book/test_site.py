@@ -127,7 +127,7 @@ def test_verdict_box_goes_after_the_claim_and_the_claim_check_gets_a_label():
     ]}
     box = site.verdict_box("01-x", [payload], label="claim-check-01-x")
     assert box.index("A beats B") < box.index("an own property"), "paper claims first"
-    assert "| A beats B (on the paper's benchmark; details follow) | paper | *inconclusive* | +0.5 [-0.1, +1.1] pp |" in box and "| an own property | own | holds | 3/3 |" in box
+    assert "| A beats B (on the paper's benchmark; details follow) | paper | *inconclusive* | +0.5 [-0.1, +1.1] pp, δ " in box and "| an own property | own | holds | 3/3 |" in box
     assert "{ref}`Claim check <claim-check-01-x>`" in box
     assert site.verdict_box("01-x", [{"claims": [], "mismatch": False}]) == ""
     site._after_claim(nb, box)

@@ -213,7 +213,10 @@ def claim_label(cid: str) -> str:
 
 
 def _one_effect(row: dict, agg: dict | None = None, digits: int = 3) -> str:
-    """A claim's first noisy core check as ``effect [low, high] unit``, pooled over seeds where given; "" for none."""
+    """A claim's first noisy core check as ``effect [low, high] unit, δ smallest effect[, n≈replicates needed]``.
+
+    Pooled over seeds where given; "" when the claim has no noisy core check.
+    """
     pooled = (agg or {}).get("pooled", {}).get("checks", {})
     found = []
     for name, d in (row.get("decisions") or {}).items():
@@ -223,7 +226,10 @@ def _one_effect(row: dict, agg: dict | None = None, digits: int = 3) -> str:
         if st.get("smallest_effect") is None or st.get("ci_low") is None:
             continue
         g = f"+.{digits}g"
-        found.append(f"{st['effect']:{g}} [{st['ci_low']:{g}}, {st['ci_high']:{g}}]{st.get('unit', '')}")
+        cell = f"{st['effect']:{g}} [{st['ci_low']:{g}}, {st['ci_high']:{g}}]{st.get('unit', '')}, δ {st['smallest_effect']:.2g}"
+        if st.get("outcome") == "inconclusive" and st.get("n_needed"):
+            cell += f", n≈{st['n_needed']}"
+        found.append(cell)
     if not found:
         return ""
     return found[0] + (f" (+{len(found) - 1} more)" if len(found) > 1 else "")
@@ -425,7 +431,7 @@ def _scorecard(book: Book, scale: str, figure_dir: Path | None, anchors: dict[st
 
 
 DETAIL_PAGE = "claims"  # book/claims.md: the "Claims in detail" page, which includes _generated/claims-detail.md
-COMPACT_HEADER = ("| Ch. | Paper claim | Verdict | Our effect [interval: 90 %; pooled, 1−2α/K] | The paper's figure |\n"
+COMPACT_HEADER = ("| Ch. | Paper claim | Verdict | Our effect [interval: 90 %; pooled, 1−2α/K], δ smallest effect, n≈ replicates that would decide it | The paper's figure |\n"
                   "|---|---|---|---|---|")
 
 
