@@ -1,5 +1,6 @@
 """Tests of icml26.book.sweep: seeds x chapters on Dask (loopback only), caching, failures, aggregation."""
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -53,24 +54,23 @@ def test_sweep_on_a_local_cluster_caches_and_names_failures(toy):
     assert "2 stored sweep task(s) at `ci` ran an earlier version of their chapter (chapters 01)" in site.scorecard_markdown(toy, "ci")
 
 
-def test_sweep_connects_to_a_scheduler_by_address(toy, tmp_path):
+@contextlib.contextmanager
+def _scheduler_and_worker(tmp_path, worker_env=None):
+    """A Dask scheduler and one single-threaded worker on 127.0.0.1 (the worker with ``worker_env``); yields the address."""
     sched_file = tmp_path / "scheduler.json"
-    dask = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
     procs = []
     try:
-        procs.append(subprocess.Popen(dask + ["--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file", str(sched_file)],
+        procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
+                                       "--no-dashboard", "--scheduler-file", str(sched_file)],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         deadline = time.time() + 60
         while not sched_file.exists() and time.time() < deadline:
             time.sleep(0.2)
         address = json.loads(sched_file.read_text())["address"]
-        assert address.startswith("tcp://127.0.0.1:")
         procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--host", "127.0.0.1",
                                        "--nthreads", "1", "--no-dashboard", "--local-directory", str(tmp_path / "w")],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        records = sw.sweep(toy, toy.select(["01"]), [2], "ci", scheduler=address, progress=False)
-        assert [(r.chapter, r.seed, r.status) for r in records] == [("01-toy", 2, "ok")]
-        assert records[0].worker  # ran on the worker we started
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=worker_env))
+        yield address
     finally:
         for p in reversed(procs):
             p.terminate()
@@ -79,6 +79,14 @@ def test_sweep_connects_to_a_scheduler_by_address(toy, tmp_path):
                 p.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 p.kill()
+
+
+def test_sweep_connects_to_a_scheduler_by_address(toy, tmp_path):
+    with _scheduler_and_worker(tmp_path) as address:
+        assert address.startswith("tcp://127.0.0.1:")
+        records = sw.sweep(toy, toy.select(["01"]), [2], "ci", scheduler=address, progress=False)
+    assert [(r.chapter, r.seed, r.status) for r in records] == [("01-toy", 2, "ok")]
+    assert records[0].worker  # ran on the worker we started
 
 
 def test_real_chapter_two_seeds_aggregated_on_the_scorecard(tmp_path):
@@ -180,26 +188,8 @@ def test_a_worker_with_another_library_is_refused(toy, tmp_path):
     shutil.copytree(installed_src() / "icml26", copy / "icml26", ignore=shutil.ignore_patterns("__pycache__"))
     init = copy / "icml26" / "bcp" / "__init__.py"
     init.write_text(init.read_text() + "\n# edited on the worker\n")
-    sched_file = tmp_path / "scheduler.json"
-    dask = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
-    procs = []
-    try:
-        procs.append(subprocess.Popen(dask + ["--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file", str(sched_file)],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        deadline = time.time() + 60
-        while not sched_file.exists() and time.time() < deadline:
-            time.sleep(0.2)
-        address = json.loads(sched_file.read_text())["address"]
-        env = {**os.environ, "PYTHONPATH": str(copy)}
-        procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--host", "127.0.0.1",
-                                       "--nthreads", "1", "--no-dashboard", "--local-directory", str(tmp_path / "w")],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env))
+    with _scheduler_and_worker(tmp_path, worker_env={**os.environ, "PYTHONPATH": str(copy)}) as address:
         records = sw.sweep(toy, toy.select(["01"]), [3], "ci", scheduler=address, progress=False)
-    finally:
-        for p in reversed(procs):
-            p.terminate()
-        for p in procs:
-            p.wait(timeout=30)
     (rec,) = records
     assert rec.status == "failed" and rec.error["ename"] == "LibraryMismatch"
     assert "icml26/bcp/__init__.py (changed)" in rec.error["evalue"] and "differs from the client's" in rec.error["evalue"]

@@ -769,15 +769,11 @@ def module_closure(src: Path, modules: Iterable[str]) -> list[Path]:
     return sorted(set(seen.values()))
 
 
-def chapter_parameters(chapter: Chapter) -> dict:
-    """The names and default values in the ``parameters`` cell of a chapter's first notebook (literal values only)."""
-    text = chapter.notebooks[0].read_text(encoding="utf-8")
-    m = re.search(r"^```\{code-cell\}[^\n]*\n:tags: \[[^\]]*parameters[^\]]*\]\n(.*?)^```", text, re.M | re.S)
+def literal_parameters(code: str) -> dict:
+    """The ``name = value`` assignments of a ``parameters`` cell's code, in order (``None`` for a value that is not a literal)."""
     out: dict = {}
-    if not m:
-        return out
     try:
-        tree = ast.parse(m.group(1))
+        tree = ast.parse(code)
     except SyntaxError:
         return out
     for node in tree.body:
@@ -787,6 +783,13 @@ def chapter_parameters(chapter: Chapter) -> dict:
             except ValueError:
                 out[node.targets[0].id] = None
     return out
+
+
+def chapter_parameters(chapter: Chapter) -> dict:
+    """The names and default values in the ``parameters`` cell of a chapter's first notebook (:func:`literal_parameters`)."""
+    text = chapter.notebooks[0].read_text(encoding="utf-8")
+    m = re.search(r"^```\{code-cell\}[^\n]*\n:tags: \[[^\]]*parameters[^\]]*\]\n(.*?)^```", text, re.M | re.S)
+    return literal_parameters(m.group(1)) if m else {}
 
 
 def installed_src() -> Path:

@@ -135,16 +135,23 @@ def _decided(row: dict) -> str:
     return "; ".join(parts)
 
 
-def _evidence_cells(row: dict, agg: dict | None = None) -> tuple[str, str, str]:
-    """Effect [interval] (n), smallest effect, and replicates needed of a row's noisy core checks ("—" for none)."""
+def _noisy_checks(row: dict, agg: dict | None = None) -> list[tuple[str, dict]]:
+    """``(name, stats)`` of a claim row's noisy core checks (those with a smallest effect), pooled over seeds where ``agg`` has them."""
     pooled = (agg or {}).get("pooled", {}).get("checks", {})
-    eff, small, need = [], [], []
+    out = []
     for name, d in (row.get("decisions") or {}).items():
         st = dict(d.get("stats") or {})
         if name in pooled:
             st = {**st, **(pooled[name].get("stats") or {})}
-        if st.get("smallest_effect") is None or st.get("ci_low") is None:
-            continue
+        if st.get("smallest_effect") is not None and st.get("ci_low") is not None:
+            out.append((name, st))
+    return out
+
+
+def _evidence_cells(row: dict, agg: dict | None = None) -> tuple[str, str, str]:
+    """Effect [interval] (n), smallest effect, and replicates needed of a row's noisy core checks ("—" for none)."""
+    eff, small, need = [], [], []
+    for name, st in _noisy_checks(row, agg):
         unit = st.get("unit", "")
         tag = f"{name}: " if len(row.get("decisions") or {}) > 1 else ""
         eff.append(f"{tag}{st['effect']:+.3g} [{st['ci_low']:+.3g}, {st['ci_high']:+.3g}]{unit} (n={st['n']})")
@@ -217,14 +224,8 @@ def _one_effect(row: dict, agg: dict | None = None, digits: int = 3) -> str:
 
     Pooled over seeds where given; "" when the claim has no noisy core check.
     """
-    pooled = (agg or {}).get("pooled", {}).get("checks", {})
     found = []
-    for name, d in (row.get("decisions") or {}).items():
-        st = dict(d.get("stats") or {})
-        if name in pooled:
-            st = {**st, **(pooled[name].get("stats") or {})}
-        if st.get("smallest_effect") is None or st.get("ci_low") is None:
-            continue
+    for _, st in _noisy_checks(row, agg):
         g = f"+.{digits}g"
         cell = f"{st['effect']:{g}} [{st['ci_low']:{g}}, {st['ci_high']:{g}}]{st.get('unit', '')}, δ {st['smallest_effect']:.2g}"
         if st.get("outcome") == "inconclusive" and st.get("n_needed"):
@@ -755,23 +756,12 @@ def _label_heading(nb, heading: str, label: str) -> bool:
 
 def notebook_parameters(nb) -> dict:
     """The literal assignments of a notebook's ``parameters`` cell (name → value), in order."""
-    import ast
+    from .runner import literal_parameters
 
-    out: dict = {}
     for cell in nb.cells:
         if cell.cell_type == "code" and "parameters" in cell.get("metadata", {}).get("tags", []):
-            try:
-                tree = ast.parse(cell.source)
-            except SyntaxError:
-                return out
-            for node in tree.body:
-                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                    try:
-                        out[node.targets[0].id] = ast.literal_eval(node.value)
-                    except ValueError:
-                        continue
-            break
-    return out
+            return literal_parameters(cell.source)
+    return {}
 
 
 def rerun_box(ch: Chapter, nb_path: Path, params: dict, scale: str) -> str:
