@@ -327,3 +327,25 @@ def test_a_damaged_claim_record_is_left_out_of_the_scorecard(toy, capsys):
     (toy.results_dir() / "full" / "01-toy" / "extra.json").write_text("{broken")
     card = site.scorecard_markdown(toy, "full")
     assert "one is one" in card and "unreadable claim record" in capsys.readouterr().err
+
+
+def test_file_memo_reads_each_file_once_and_sees_edits(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from icml26.book import runner
+
+    f = tmp_path / "m.py"
+    f.write_text("import os\n")
+    reads = []
+    real = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda self: reads.append(self) or real(self))
+    assert runner.file_bytes(f) == runner.file_bytes(f) == b"import os\n"
+    assert len(reads) == 2  # outside a block: always read
+    with runner.file_memo():
+        reads.clear()
+        assert runner.file_bytes(f) == runner.file_bytes(f)
+        assert len(reads) == 1
+        f.write_text("import os, sys\n")  # another size: read again
+        assert runner.file_bytes(f) == b"import os, sys\n"
+        assert runner.memo_value(("k",), lambda: [1]) is runner.memo_value(("k",), lambda: [2])
+    assert runner.memo_value(("k",), lambda: [2]) == [2]

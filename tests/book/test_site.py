@@ -339,3 +339,65 @@ def test_version_and_identity(toy):
     assert e.value.code == 0
     assert identity.describe(toy.root).startswith(f"icml26 {identity.version()}, ")
     assert "These pages were built from **icml26 " in site.status_markdown(toy)
+
+
+def test_a_rebuild_with_nothing_changed_reuses_the_html(built, monkeypatch):
+    book, result = built
+    index = book.build_dir / "html" / "index.html"
+    before = index.stat().st_mtime_ns
+    calls = []
+    real_run = site.subprocess.run
+    monkeypatch.setattr(site.subprocess, "run", lambda cmd, *a, **k: calls.append(cmd) or real_run(cmd, *a, **k))
+    again = site.build(book, "ci")
+    assert again.index == result.index
+    assert not [c for c in calls if "jupyter-book" in str(c[0])], "Sphinx ran although no staged file changed"
+    assert index.stat().st_mtime_ns == before
+    # a changed page is the one file staging rewrites; putting it back rewrites it again
+    intro = book.book_dir / "intro.md"
+    text = intro.read_text()
+    try:
+        intro.write_text(text + "\nOne more line.\n")
+        assert site.stage(book, "ci").changed == 1
+    finally:
+        intro.write_text(text)
+    assert site.stage(book, "ci").changed == 1
+    assert site.stage(book, "ci").changed == 0
+
+
+def test_sync_tree_rewrites_only_what_differs(tmp_path):
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    (src / "a").mkdir(parents=True)
+    (src / "a" / "same.txt").write_text("same")
+    (src / "new.txt").write_text("new")
+    (dst / "a").mkdir(parents=True)
+    (dst / "a" / "same.txt").write_text("same")
+    (dst / "gone.txt").write_text("gone")
+    (dst / "_build").mkdir()
+    (dst / "_build" / "cache").write_text("kept")
+    old = (dst / "a" / "same.txt").stat().st_mtime_ns
+    assert site.sync_tree(src, dst, keep={"_build"}) == 2  # new.txt written, gone.txt removed
+    assert (dst / "a" / "same.txt").stat().st_mtime_ns == old
+    assert (dst / "new.txt").read_text() == "new" and not (dst / "gone.txt").exists()
+    assert (dst / "_build" / "cache").read_text() == "kept"
+    (src / "a" / "same.txt").write_text("SAME")  # same size, other bytes: rewritten
+    assert site.sync_tree(src, dst, keep={"_build"}) == 1 and (dst / "a" / "same.txt").read_text() == "SAME"
+    assert site.sync_tree(src, dst, keep={"_build"}) == 0
+
+
+def test_cached_figure_draws_once_per_data(toy, tmp_path):
+    drawn = []
+
+    def draw(out):
+        drawn.append(out)
+        out.write_bytes(b"png")
+
+    site.cached_figure(toy, tmp_path / "one" / "f.png", {"x": 1}, draw)
+    site.cached_figure(toy, tmp_path / "two" / "f.png", {"x": 1}, draw)
+    assert len(drawn) == 1 and (tmp_path / "two" / "f.png").read_bytes() == b"png"
+    site.cached_figure(toy, tmp_path / "three" / "f.png", {"x": 2}, draw)
+    assert len(drawn) == 2
+
+
+def test_added_cells_have_ids_from_their_text():
+    a, b = site._markdown_cell("some text"), site._markdown_cell("some text")
+    assert a["id"] == b["id"] != site._markdown_cell("other text")["id"]

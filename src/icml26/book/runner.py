@@ -19,6 +19,7 @@ notebooks under ``failed/``) and the good results are reported *stale* until a r
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import json
 import os
@@ -251,7 +252,7 @@ class Book:
         for p in self.key_inputs(chapter):
             h.update(str(p.relative_to(self.root)).encode())
             h.update(b"\0")
-            h.update(p.read_bytes())
+            h.update(file_bytes(p))
             h.update(b"\0")
         h.update(json.dumps({"scale": scale, "seed": seed, **(params or {})}, sort_keys=True).encode())
         return h.hexdigest()
@@ -729,9 +730,62 @@ def _imports_of(tree: ast.AST, module: str, is_package: bool) -> set[str]:
     return out
 
 
+_FILE_MEMO: dict[tuple, object] | None = None
+
+
+@contextlib.contextmanager
+def file_memo():
+    """Within the block, read and parse each source file once (:func:`_memo`).
+
+    A build asks for the cache keys of every chapter several times (state, scorecard,
+    sweep currency), which without the memo re-reads and re-parses the same modules
+    hundreds of times. The memo lives only for the block, so an edit made between
+    two calls outside it is always seen; inside, a file whose size or mtime changes
+    is read again. Nested blocks share the outer memo.
+    """
+    global _FILE_MEMO
+    if _FILE_MEMO is not None:
+        yield
+        return
+    _FILE_MEMO = {}
+    try:
+        yield
+    finally:
+        _FILE_MEMO = None
+
+
+def _memo(kind: str, path: Path, compute):
+    """``compute(bytes)`` for a file; inside :func:`file_memo`, remembered while its size and mtime stay the same."""
+    if _FILE_MEMO is None:
+        return compute(path.read_bytes())
+    st = path.stat()
+    key = (kind, str(path), st.st_mtime_ns, st.st_size)
+    if key not in _FILE_MEMO:
+        _FILE_MEMO[key] = compute(path.read_bytes())
+    return _FILE_MEMO[key]
+
+
+def memo_value(key: tuple, compute):
+    """``compute()`` remembered under ``key`` for the rest of the :func:`file_memo` block (computed every call outside one)."""
+    if _FILE_MEMO is None:
+        return compute()
+    key = ("value",) + key
+    if key not in _FILE_MEMO:
+        _FILE_MEMO[key] = compute()
+    return _FILE_MEMO[key]
+
+
+def file_bytes(path: Path) -> bytes:
+    """A file's contents (memoised by :func:`_memo`)."""
+    return _memo("bytes", path, lambda b: b)
+
+
 def _notebook_imports(path: Path) -> set[str]:
     """``icml26`` modules imported by the code cells of a MyST notebook."""
-    text = path.read_text(encoding="utf-8")
+    return set(_memo("nb-imports", path, lambda b: frozenset(_notebook_imports_of(b.decode("utf-8")))))
+
+
+def _notebook_imports_of(text: str) -> set[str]:
     code = "\n".join(re.findall(r"^```\{code-cell\}[^\n]*\n(.*?)^```", text, re.M | re.S))
     lines = [ln for ln in code.splitlines() if not ln.lstrip().startswith(("%", "!", ":"))]
     try:
@@ -739,6 +793,14 @@ def _notebook_imports(path: Path) -> set[str]:
     except SyntaxError:  # a cell the parser cannot read: fall back to a line scan
         tree = ast.parse("\n".join(ln.strip() for ln in lines if ln.strip().startswith(("import ", "from "))))
     return _imports_of(tree, "__main__", False)
+
+
+def _module_refs(source: bytes, module: str, is_package: bool) -> tuple[frozenset[str], tuple[str, ...]]:
+    """The ``icml26`` modules a module's source imports, and the scripts it runs by file name
+    (``Path(__file__).with_name("_runner.py")``)."""
+    text = source.decode("utf-8")
+    scripts = tuple(re.findall(r"[\"']([A-Za-z_]\w*\.py)[\"']", text))
+    return frozenset(_imports_of(ast.parse(text), module, is_package)), scripts
 
 
 def module_closure(src: Path, modules: Iterable[str]) -> list[Path]:
@@ -760,10 +822,9 @@ def module_closure(src: Path, modules: Iterable[str]) -> list[Path]:
             if f is None:
                 continue
             seen[sub] = f
-            text = f.read_text(encoding="utf-8")
-            todo.extend(_imports_of(ast.parse(text), sub, f.name == "__init__.py"))
-            # scripts a module runs by file name (``Path(__file__).with_name("_runner.py")``)
-            for script in re.findall(r"[\"']([A-Za-z_]\w*\.py)[\"']", text):
+            imports, scripts = _memo(f"module:{sub}", f, lambda b, sub=sub, f=f: _module_refs(b, sub, f.name == "__init__.py"))
+            todo.extend(imports)
+            for script in scripts:
                 if (f.parent / script).is_file():
                     seen[f"{sub}:{script}"] = f.parent / script
     return sorted(set(seen.values()))

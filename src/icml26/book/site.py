@@ -16,6 +16,7 @@ progress bars, NaN in tables) are reported as notes and shown on the chapter's p
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata as md
 import json
 import os
@@ -27,6 +28,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .chapter import SCALES
 from .runner import Book, Chapter
@@ -174,6 +176,12 @@ def seed_aggregates(book: Book, scale: str) -> tuple[str, dict[str, dict[str, di
     The sweep at the rendered ``scale`` is used when there is one, else a sweep at
     another scale (the scorecard names which). Claims with a single seed are left out.
     """
+    from .runner import memo_value
+
+    return memo_value(("seed_aggregates", str(book.root), scale), lambda: _seed_aggregates(book, scale))
+
+
+def _seed_aggregates(book: Book, scale: str) -> tuple[str, dict[str, dict[str, dict]]]:
     from .sweep import aggregate, load_sweep_claims, planned_looks
 
     for s in [scale] + [x for x in SCALES if x != scale]:
@@ -365,7 +373,8 @@ def _scorecard(book: Book, scale: str, figure_dir: Path | None, anchors: dict[st
     )
     if figure_dir is not None and forest:
         fig_title = ("Paper claims: our effect with its interval" + (" (pooled over seeds where a sweep ran, at 1−2α/K; else seed 0, 90 %)" if over_seeds else " (seed 0, 90 %)"))
-        forest_figure(forest, title=fig_title, path=figure_dir / "forest.png")
+        cached_figure(book, figure_dir / "forest.png", {"rows": forest, "title": fig_title},
+                      lambda out: forest_figure(forest, title=fig_title, path=out))
         card.forest = [
             "```{figure} _generated/forest.png",
             ":name: forest-plot",
@@ -701,14 +710,20 @@ def fold_parameters(nb) -> None:
     injected = [i for i, c in enumerate(nb.cells) if "injected-parameters" in c.get("metadata", {}).get("tags", [])]
     if not injected:
         return
-    import nbformat
-
     params = dict(nb.metadata.get("papermill", {}).get("parameters", {}))
     for i in reversed(injected):
         del nb.cells[i]
     values = ", ".join(f"`{k} = {v!r}`" for k, v in params.items()) or "the defaults above"
-    note = nbformat.v4.new_markdown_cell(f"*This run used {values}: the runner set them, overriding the defaults in the cell above.*")
-    nb.cells.insert(injected[0], note)
+    nb.cells.insert(injected[0], _markdown_cell(f"*This run used {values}: the runner set them, overriding the defaults in the cell above.*"))
+
+
+def _markdown_cell(text: str):
+    """A markdown cell whose id is derived from its text, so staging the same page twice gives the same file."""
+    import nbformat
+
+    cell = nbformat.v4.new_markdown_cell(text)
+    cell["id"] = "icml26-" + hashlib.sha256(text.encode()).hexdigest()[:12]
+    return cell
 
 
 def _banner(nb, admonition: str, text: str) -> None:
@@ -718,14 +733,12 @@ def _banner(nb, admonition: str, text: str) -> None:
 
 def _under_title(nb, block: str) -> None:
     """Put a MyST block right under the notebook's title."""
-    import nbformat
-
     first = nb.cells[0] if nb.cells else None
     if first is not None and first.cell_type == "markdown" and first.source.lstrip().startswith("# "):
         title, _, rest = first.source.lstrip().partition("\n")
         first.source = f"{title}\n\n{block}\n\n{rest.lstrip()}".rstrip() + "\n"
     else:
-        nb.cells.insert(0, nbformat.v4.new_markdown_cell(block))
+        nb.cells.insert(0, _markdown_cell(block))
 
 
 def _after_claim(nb, block: str) -> None:
@@ -808,6 +821,7 @@ class Staged:
     path: Path
     shown: dict[str, str] = field(default_factory=dict)  # chapter id -> "ok" | "stale" | "not run" | "failed"
     notes: list[str] = field(default_factory=list)
+    changed: int = 0  # files of the site written or removed by this staging (0: identical to the last one)
 
 
 @dataclass
@@ -855,16 +869,25 @@ def stage(book: Book, scale: str = "full", *, strict: bool = False) -> Staged:
 
     With ``strict``, raise :class:`BuildError` if any chapter has not run, failed, is
     stale, or has a problem in its outputs; otherwise render what there is and return
-    those problems as notes.
+    those problems as notes. Source files are read and parsed once for the whole
+    stage (:func:`icml26.book.runner.file_memo`).
     """
+    from .runner import file_memo
+
+    with file_memo():
+        return _stage(book, scale, strict=strict)
+
+
+def _stage(book: Book, scale: str, *, strict: bool) -> Staged:
     import nbformat
 
-    site = book.build_dir / "site"
+    final = book.build_dir / "site"
+    # Lay the site out in a scratch folder, then copy over only what changed (:func:`sync_tree`):
+    # unchanged pages keep their mtimes, so Sphinx re-reads just the changed ones.
+    site = book.build_dir / "site-staging"
     if site.exists():
-        for child in site.iterdir():
-            if child.name != "_build":  # keep Sphinx's own cache between builds
-                shutil.rmtree(child) if child.is_dir() else child.unlink()
-    site.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(site)
+    site.mkdir(parents=True)
     for name in ("_config.yml", "_toc.yml"):
         shutil.copy2(book.root / name, site / name)
     (site / "book").mkdir()
@@ -878,6 +901,9 @@ def stage(book: Book, scale: str = "full", *, strict: bool = False) -> Staged:
     problems = []
     sweep_scale, over_seeds = seed_aggregates(book, scale)
     records = load_records(book, scale)
+    from .identity import describe as describe_identity
+
+    identity = describe_identity(book.root)
     anchors: dict[str, str] = {}
     for ch in book.chapters():
         word, why = book.state(scale, ch)
@@ -896,11 +922,10 @@ def stage(book: Book, scale: str = "full", *, strict: bool = False) -> Staged:
         if word == "stale":
             problems.append(f"{ch.id}: stale: {why}")
         for nb_path in ch.notebooks:
-            from .identity import describe as describe_identity
-
-            identity = describe_identity(book.root)
             src = book.executed_dir(scale, ch) / f"{nb_path.stem}.ipynb"
-            nb = nbformat.read(str(src), as_version=4)
+            # the v4 reader and writer themselves: no JSON-schema validation (papermill wrote these
+            # notebooks, Sphinx reads them again), which would cost seconds of jsonschema start-up
+            nb = nbformat.v4.reads(src.read_text(encoding="utf-8"))
             found = clean_executed(nb)
             problems += [f"{ch.id}/{nb_path.stem}: {p}" for p in found]
             params = notebook_parameters(nb)
@@ -921,9 +946,9 @@ def stage(book: Book, scale: str = "full", *, strict: bool = False) -> Staged:
                 n_seeds = max(a["n"] for a in over_seeds[ch.id].values())
                 _banner(nb, "note", f"This page shows the seed-0 run. The {_doc_link('scorecard', '../intro')} gives this "
                         f"chapter's claims with their evidence pooled over {n_seeds} seeds (`{sweep_scale}` scale).")
-            nb.cells.append(nbformat.v4.new_markdown_cell(
+            nb.cells.append(_markdown_cell(
                 f"---\n\n*Built from {identity}; executed at `{scale}` scale, seed 0.*"))
-            nbformat.write(nb, str(dest / src.name))
+            (dest / src.name).write_text(nbformat.v4.writes(nb) + "\n", encoding="utf-8")
         for extra in ch.path.iterdir():  # images and other assets next to the notebook
             if extra.is_file() and extra.suffix.lower() in {".png", ".svg", ".jpg", ".jpeg", ".gif", ".bib"}:
                 shutil.copy2(extra, dest / extra.name)
@@ -943,14 +968,82 @@ def stage(book: Book, scale: str = "full", *, strict: bool = False) -> Staged:
     write_claims_data(book, scale, gen)
     (gen / "scorecard.md").write_text(scorecard_markdown(book, scale, figure_dir=gen, anchors=anchors))
     (gen / "claims-detail.md").write_text(claims_detail_markdown(book, scale))
-    (gen / "status.md").write_text(status_markdown(book))
+    status = status_markdown(book)
+    built_row = re.compile(r"^\| Built \| [^|\n]* \|$", re.M)
+    last = final / "book" / "_generated" / "status.md"
+    if last.is_file() and built_row.sub("", last.read_text()) == built_row.sub("", status):
+        status = last.read_text()  # nothing else changed: the pages were built when that row says
+    (gen / "status.md").write_text(status)
     (gen / "build.md").write_text(build_note(book, scale, staged.shown))
     from .bench import load as load_bench
     from .perf import benchmark_figure, performance_markdown
 
-    fig = benchmark_figure(load_bench(book.results_dir(), scale), gen / "perf-benchmarks.png")
+    bench_records = load_bench(book.results_dir(), scale)
+    fig = (cached_figure(book, gen / "perf-benchmarks.png", bench_records, lambda out: benchmark_figure(bench_records, out))
+           if bench_records else None)
     (gen / "performance.md").write_text(performance_markdown(book, scale, figure=f"_generated/{fig.name}" if fig else None))
+    staged.changed = sync_tree(site, final, keep={"_build"})
+    shutil.rmtree(site)
+    staged.path = final
     return staged
+
+
+def cached_figure(book: Book, path: Path, data: Any, draw) -> Path:
+    """Save the figure ``draw(out_path)`` draws from ``data`` at ``path``, drawing it only once per ``data``.
+
+    Drawn figures are kept under ``_build/figures/`` by a SHA-256 of ``data`` (as JSON)
+    and of the plotting code's version, so a rebuild whose records did not change copies
+    the PNG instead of drawing it again.
+    """
+    import matplotlib
+
+    from . import forest, perf
+
+    code = b"".join(Path(m.__file__).read_bytes() for m in (forest, perf))
+    h = hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode() + code + matplotlib.__version__.encode())
+    cache = book.build_dir / "figures" / f"{path.stem}-{h.hexdigest()[:20]}{path.suffix}"
+    if not cache.is_file():
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_name(f".{os.getpid()}-{cache.name}")  # keeps the suffix savefig reads
+        draw(tmp)
+        os.replace(tmp, cache)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(cache, path)
+    return path
+
+
+def sync_tree(src: Path, dst: Path, *, keep: set[str] = frozenset()) -> int:
+    """Make ``dst`` hold exactly the files of ``src``, rewriting only those whose bytes differ.
+
+    Files that are the same keep their modification time (so an incremental Sphinx
+    build skips them); files absent from ``src`` are removed, except top-level
+    entries named in ``keep``. Returns how many files were written or removed.
+    """
+    changed = 0
+    dst.mkdir(parents=True, exist_ok=True)
+    wanted: set[Path] = set()
+    for f in sorted(src.rglob("*")):
+        rel = f.relative_to(src)
+        wanted.add(rel)
+        out = dst / rel
+        if f.is_dir():
+            if out.exists() and not out.is_dir():
+                out.unlink()
+            out.mkdir(parents=True, exist_ok=True)
+            continue
+        if out.is_dir():
+            shutil.rmtree(out)
+        if out.is_file() and out.stat().st_size == f.stat().st_size and out.read_bytes() == f.read_bytes():
+            continue
+        shutil.copy2(f, out)
+        changed += 1
+    for f in sorted(dst.rglob("*"), reverse=True):  # deepest first, so emptied folders can go
+        rel = f.relative_to(dst)
+        if rel.parts[0] in keep or rel in wanted or not f.exists():
+            continue
+        shutil.rmtree(f) if f.is_dir() else f.unlink()
+        changed += 1
+    return changed
 
 
 def build(book: Book, scale: str = "full", *, strict: bool = False, warnings_are_errors: bool = True) -> BuildResult:
@@ -961,16 +1054,27 @@ def build(book: Book, scale: str = "full", *, strict: bool = False, warnings_are
     cmd = [str(exe) if exe.exists() else "jupyter-book", "build", str(site), "--builder", "html"]
     if warnings_are_errors:
         cmd += ["-W", "-n", "--keep-going"]
-    proc = subprocess.run(cmd, cwd=book.root, capture_output=True, text=True)
-    log = book.build_dir / "book-build.log"
-    log.write_text(proc.stdout + "\n" + proc.stderr)
-    if proc.returncode != 0:
-        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-25:])
-        raise BuildError(f"jupyter-book build failed (full log: {log}):\n{tail}")
     html = book.build_dir / "html"
-    if html.exists():
-        shutil.rmtree(html)
-    shutil.copytree(site / "_build" / "html", html)
+    # Nothing staged changed since a build that succeeded with the same command: its HTML stands.
+    stamp = site / "_build" / ".icml26-built"
+    stamp_text = json.dumps(cmd[2:])
+    fresh = (
+        staged.changed == 0
+        and stamp.is_file()
+        and stamp.read_text() == stamp_text
+        and (site / "_build" / "html" / "index.html").is_file()
+        and (html / "index.html").is_file()
+    )
+    if not fresh:
+        stamp.unlink(missing_ok=True)
+        proc = subprocess.run(cmd, cwd=book.root, capture_output=True, text=True)
+        log = book.build_dir / "book-build.log"
+        log.write_text(proc.stdout + "\n" + proc.stderr)
+        if proc.returncode != 0:
+            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-25:])
+            raise BuildError(f"jupyter-book build failed (full log: {log}):\n{tail}")
+        stamp.write_text(stamp_text)
+    sync_tree(site / "_build" / "html", html)
     for name in ("claims.json", "claims.csv"):  # the scorecard as data, beside the HTML as well as under _downloads
         shutil.copy2(site / "book" / "_generated" / name, html / name)
     return BuildResult(html / "index.html", staged.notes)
