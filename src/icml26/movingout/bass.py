@@ -549,3 +549,87 @@ def comparison_agents(models: dict[str, Any], *, n_candidates: int = 4) -> dict[
         "BASS": BassAgent(models["policy_aug"], models["dynamics_aug"], models["partner"], **k),
         "BASS single-agent": BassAgent(models["policy_aug"], models["dynamics_single"], **k),
     }
+
+
+class ConstantAgent:
+    """An agent (ego or partner) that always sends the same command; ``act(obs) -> action``.
+
+    Parameters
+    ----------
+    action : array_like, shape (2,)
+        The command, in [-1, 1].
+    """
+
+    def __init__(self, action: Any) -> None:
+        a = np.asarray(action, dtype=np.float32)
+        if a.shape != (2,) or not np.all(np.isfinite(a)) or np.any(np.abs(a) > 1):
+            raise ValueError(f"action={action!r} must be a finite array of shape (2,) in [-1, 1]")
+        self.action = a
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        """The constant command, shape (2,)."""
+        return self.action
+
+
+def run_comparison(
+    seeds: list[int],
+    *,
+    n_demos: int,
+    epochs: int,
+    episodes: int,
+    max_steps: int,
+    demo_max_steps: int = 120,
+    demo_noise: float = 0.1,
+    sigma: float = 0.03,
+    eps_pose: float = 0.03,
+    seg_len: int = 12,
+    n_candidates: int = 4,
+    agreement: float = 0.5,
+    agreement_test: float = 0.8,
+) -> dict[str, Any]:
+    """The chapter's experiment: per seed, demonstrations, the six models, and the paired episodes.
+
+    For each seed ``s``: :func:`collect_demos` with the seen styles (``random_state=s``),
+    :func:`fit_bass_models`, then :func:`evaluate_agents` for the five agents of
+    :func:`comparison_agents` with all nine styles (Challenge 1), for an idle ego (the
+    positive control), and for BC and BASS under the changed physics (Challenge 2).
+
+    Returns
+    -------
+    dict
+        ``rows`` (Challenge 1), ``idle_rows``, ``ch2_rows`` (lists of episode rows with a
+        ``seed`` key), ``train_rows``, ``data_rows`` and ``models_by_seed``.
+    """
+    import time
+
+    from .partners import SEEN_STYLES, UNSEEN_STYLES
+
+    styles = SEEN_STYLES + UNSEEN_STYLES
+    out: dict[str, Any] = {"rows": [], "ch2_rows": [], "idle_rows": [], "train_rows": [], "data_rows": [], "models_by_seed": {}}
+    for s in progress(seeds, desc="seeds"):
+        t0 = time.perf_counter()
+        demos = collect_demos(SEEN_STYLES, n_demos, noise=demo_noise, max_steps=demo_max_steps, random_state=s)
+        t_demo = time.perf_counter() - t0
+        m = fit_bass_models(demos, epochs=epochs, sigma=sigma, eps_pose=eps_pose, seg_len=seg_len, random_state=s)
+        out["models_by_seed"][s] = m
+        out["train_rows"] += [{"seed": s, "model": k, "seconds": v} for k, v in m["train_s"].items()]
+        out["data_rows"].append({"seed": s, "demos kept": len(demos), "of": n_demos, "recombined segments": m["n_recombined"],
+                                 "transitions": m["n_plain"], "augmented states": m["n_aug"], "demo collection (s)": t_demo})
+        agents = comparison_agents(m, n_candidates=n_candidates)
+        ev = dict(max_steps=max_steps, seed=s)
+        out["rows"] += [{**r, "seed": s} for r in evaluate_agents(agents, styles, episodes, agreement=agreement,
+                                                                   desc=f"seed {s}: challenge 1", **ev)]
+        # positive control: an ego that stands still, with the same partners and layouts
+        out["idle_rows"] += [{**r, "seed": s} for r in evaluate_agents({"idle ego": ConstantAgent([0.0, 0.0])}, styles, episodes,
+                                                                        agreement=agreement, desc=f"seed {s}: idle ego", **ev)]
+        pair = {k: agents[k] for k in ("BC", "BASS")}
+        out["ch2_rows"] += [{**r, "seed": s} for r in evaluate_agents(pair, styles, episodes, agreement=agreement_test,
+                                                                       desc=f"seed {s}: challenge 2", **ev)]
+    return out
+
+
+COMPARISON_SETTINGS: tuple[str, ...] = (
+    "n_demos", "epochs", "episodes", "max_steps", "demo_max_steps", "demo_noise", "sigma", "eps_pose", "seg_len",
+    "n_candidates", "agreement", "agreement_test",
+)
+"""The keyword arguments of :func:`run_comparison` (the chapter passes them from its configuration)."""
