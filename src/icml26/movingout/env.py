@@ -449,3 +449,50 @@ class MovingOutEnv(gym.Env):
         img[:, [0, -1]] = 60
         img[[0, -1], :] = 60
         return img
+
+
+def push_displacements(
+    ego_xy: Any,
+    partner_xy: Any,
+    ego_cmd: Any,
+    partner_cmd: Any,
+    *,
+    steps: int = 1,
+    light_xy: Any = (0.3, 0.25),
+    heavy_xy: Any = (0.5, 0.6),
+    **env_kw: Any,
+) -> tuple[float, float]:
+    """How far each box moves when both agents send constant commands (a physics probe).
+
+    Parameters
+    ----------
+    ego_xy, partner_xy, light_xy, heavy_xy : array_like, shape (2,)
+        Starting positions (agents at rest).
+    ego_cmd, partner_cmd : array_like, shape (2,)
+        Constant commands in [-1, 1].
+    steps : int
+        Env steps to run.
+    **env_kw
+        Passed to :class:`MovingOutEnv` (``heavy_mass``, ``heavy_half``, ``substeps``).
+
+    Returns
+    -------
+    (float, float)
+        The light box's and the heavy box's displacement (Euclidean).
+    """
+    steps = check_int(steps, "steps")
+
+    class _Constant:
+        def act(self, obs: np.ndarray) -> np.ndarray:
+            return pc
+
+    e = MovingOutEnv(_Constant(), **env_kw)
+    pc = e.check_action(np.asarray(partner_cmd, dtype=np.float32), name="partner_cmd")
+    ec = e.check_action(np.asarray(ego_cmd, dtype=np.float32), name="ego_cmd")
+    e.reset(seed=0)
+    e.set_state(np.array([*ego_xy, 0, 0, *partner_xy, 0, 0, *light_xy, *heavy_xy], dtype=float))
+    s0 = e.get_state()
+    for _ in range(steps):
+        e.step(ec)
+    s1 = e.get_state()
+    return float(np.linalg.norm(s1[8:10] - s0[8:10])), float(np.linalg.norm(s1[10:12] - s0[10:12]))
