@@ -679,8 +679,10 @@ def run_comparison(
     Returns
     -------
     dict
-        ``rows`` (Challenge 1), ``idle_rows``, ``ch2_rows`` (lists of episode rows with a
-        ``seed`` key), ``train_rows``, ``data_rows`` and ``models_by_seed``.
+        ``rows`` (Challenge 1), ``idle_rows``, ``ch2_rows``, ``argmax_rows`` (BASS with the
+        paper's plain argmax, ``tie_tol=0``: a sensitivity row; lists of episode rows with a
+        ``seed`` key), ``train_rows``, ``data_rows``, ``models_by_seed`` and
+        ``agents_by_seed``.
     """
     import time
 
@@ -688,7 +690,7 @@ def run_comparison(
 
     styles = SEEN_STYLES + UNSEEN_STYLES
     out: dict[str, Any] = {"rows": [], "ch2_rows": [], "idle_rows": [], "train_rows": [], "data_rows": [], "models_by_seed": {},
-                           "agents_by_seed": {}}
+                           "agents_by_seed": {}, "argmax_rows": []}
     for s in progress(seeds, desc="seeds"):
         t0 = time.perf_counter()
         demos = collect_demos(SEEN_STYLES, n_demos, noise=demo_noise, max_steps=demo_max_steps, random_state=s)
@@ -711,6 +713,11 @@ def run_comparison(
         # positive control: an ego that stands still, with the same partners and layouts
         out["idle_rows"] += [{**r, "seed": s} for r in evaluate_agents({"idle ego": ConstantAgent([0.0, 0.0])}, styles, episodes,
                                                                         desc=f"seed {s}: idle ego", **ev)]
+        # sensitivity: the paper's plain argmax (no tie rule) with the same models
+        plain = {"BASS, plain argmax": BassAgent(m["policy_aug"], m["dynamics_aug"], m["partner"], n_candidates=n_candidates,
+                                                 tie_tol=0.0)}
+        out["argmax_rows"] += [{**r, "seed": s} for r in evaluate_agents(plain, styles, episodes, desc=f"seed {s}: plain argmax",
+                                                                          **ev)]
         pair = {k: agents[k] for k in ("BC", "BASS")}
         out["ch2_rows"] += [{**r, "seed": s} for r in evaluate_agents(pair, styles, episodes, heavy_mass=heavy_mass_test,
                                                                        desc=f"seed {s}: challenge 2", **ev)]
