@@ -83,7 +83,7 @@ def test_step_before_reset():
         mo.MovingOutEnv().step(np.zeros(2))
 
 
-@covers("movingout.env.MovingOutEnv.holds", "movingout.env.push_displacements")
+@covers("movingout.env.push_displacements")
 def test_holds_and_push_probe_inputs(env):
     rejects(env.holds, "light", match="who")
     rejects(mo.push_displacements, (0.1, 0.1), (0.2, 0.2), (2, 0), (0, 0), match="ego_cmd")
@@ -98,7 +98,7 @@ def test_delivery_and_waiting_inputs():
     rejects(mo.waiting_steps, np.zeros(3, bool), np.zeros(2, bool), match="same shape")
 
 
-@covers("movingout.bass.BassAgent.calibrate", "movingout.bass.BassAgent.score_spread", "movingout.bass.ConstantAgent")
+@covers("movingout.bass.ConstantAgent", "movingout.bass.run_comparison")
 def test_calibration_inputs():
     pol = bc.MixtureDensityPolicy()
     rejects(bass.BassAgent(pol).calibrate, {"obs": np.zeros((2, 12)), "next_obs": np.zeros((2, 12))}, match="dynamics")
@@ -109,6 +109,8 @@ def test_calibration_inputs():
     rejects(agent.calibrate, {"obs": np.zeros((2, 12)), "next_obs": np.zeros((2, 12))}, quantile=0.0, match="quantile")
     rejects(bass.BassAgent, pol, tie_tol=-1.0, match="tie_tol")
     rejects(bass.ConstantAgent, [0.0, 2.0], match="action")
+    rejects(bass.run_comparison, [], n_demos=2, epochs=1, episodes=1, max_steps=5, match="seeds")
+    rejects(bass.run_comparison, [0], n_demos=0, epochs=1, episodes=1, max_steps=5, match="n_demos")
 
 
 @covers(

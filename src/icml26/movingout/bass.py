@@ -688,6 +688,10 @@ def run_comparison(
 
     from .partners import SEEN_STYLES, UNSEEN_STYLES
 
+    seeds = list(seeds)
+    if not seeds:
+        raise ValueError("seeds must be a non-empty list of int seeds")
+    seeds = [check_int(x, "seed", low=0) for x in seeds]
     styles = SEEN_STYLES + UNSEEN_STYLES
     out: dict[str, Any] = {"rows": [], "ch2_rows": [], "idle_rows": [], "train_rows": [], "data_rows": [], "models_by_seed": {},
                            "agents_by_seed": {}, "argmax_rows": []}
