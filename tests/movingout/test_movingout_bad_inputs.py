@@ -60,7 +60,8 @@ def test_a_partner_with_a_malformed_action_is_named():
 
 
 def test_env_arguments_and_partner_type():
-    rejects(mo.MovingOutEnv, agreement=1.5, match="agreement")
+    rejects(mo.MovingOutEnv, heavy_mass=0.0, match="heavy_mass")
+    rejects(mo.MovingOutEnv, heavy_half=0.5, match="heavy_half")
     rejects(mo.MovingOutEnv, max_steps=0, match="max_steps")
     rejects(mo.MovingOutEnv, substeps=2.5, match="substeps")
     rejects(mo.MovingOutEnv, render_mode="human", match="render_mode")
@@ -80,6 +81,36 @@ def test_set_state_rejects_bad_states(env):
 def test_step_before_reset():
     with pytest.raises(RuntimeError, match="reset"):
         mo.MovingOutEnv().step(np.zeros(2))
+
+
+@covers("movingout.env.push_displacements")
+def test_holds_and_push_probe_inputs(env):
+    rejects(env.holds, "light", match="who")
+    rejects(mo.push_displacements, (0.1, 0.1), (0.2, 0.2), (2, 0), (0, 0), match="ego_cmd")
+    rejects(mo.push_displacements, (0.1, 0.1), (0.2, 0.2), (0, 0), (0, np.nan), match="partner_cmd")
+    rejects(mo.push_displacements, (0.1, 0.1), (0.2, 0.2), (0, 0), (0, 0), steps=0, match="steps")
+
+
+@covers("movingout.env.box_inside_goal", "movingout.env.waiting_steps")
+def test_delivery_and_waiting_inputs():
+    rejects(mo.box_inside_goal, np.zeros(3), 0.07, match="length 2")
+    rejects(mo.box_inside_goal, np.zeros(2), -0.1, match="half")
+    rejects(mo.waiting_steps, np.zeros(3, bool), np.zeros(2, bool), match="same shape")
+
+
+@covers("movingout.bass.ConstantAgent", "movingout.bass.run_comparison")
+def test_calibration_inputs():
+    pol = bc.MixtureDensityPolicy()
+    rejects(bass.BassAgent(pol).calibrate, {"obs": np.zeros((2, 12)), "next_obs": np.zeros((2, 12))}, match="dynamics")
+    rejects(bass.BassAgent(pol).score_spread, np.zeros(12), match="dynamics")
+    agent = bass.BassAgent(pol, bass.DynamicsModel(use_partner=False))
+    rejects(agent.calibrate, {"obs": np.zeros((2, 12))}, match="keys")
+    rejects(agent.calibrate, {"obs": np.zeros((2, 12)), "next_obs": np.zeros((3, 12))}, match="equal shapes")
+    rejects(agent.calibrate, {"obs": np.zeros((2, 12)), "next_obs": np.zeros((2, 12))}, quantile=0.0, match="quantile")
+    rejects(bass.BassAgent, pol, tie_tol=-1.0, match="tie_tol")
+    rejects(bass.ConstantAgent, [0.0, 2.0], match="action")
+    rejects(bass.run_comparison, [], n_demos=2, epochs=1, episodes=1, max_steps=5, match="seeds")
+    rejects(bass.run_comparison, [0], n_demos=0, epochs=1, episodes=1, max_steps=5, match="n_demos")
 
 
 @covers(
@@ -107,6 +138,7 @@ def test_metric_shapes():
 )
 def test_partner_inputs():
     rejects(partners.PartnerStyle, "x", 2, 1.0, 0, 0.0, 0.0, match="side")
+    rejects(partners.ScriptedPartner, partners.SEEN_STYLES[0], heavy_half=0.0, match="heavy_half")
     rejects(partners.PartnerStyle, "x", 1, 0.0, 0, 0.0, 0.0, match="speed")
     rejects(partners.PartnerStyle, "x", 1, 1.0, -1, 0.0, 0.0, match="patience")
     rejects(partners.PartnerStyle, "x", 1, 1.0, 0, 2.0, 0.0, match="bias")

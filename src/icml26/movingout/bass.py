@@ -33,7 +33,7 @@ from torch import nn
 
 from .._common import RandomState, check_int, check_random_state, check_real, progress, seed_from, torch_generator
 from .bc import MixtureDensityPolicy
-from .env import OBS_NAMES, MovingOutEnv, goal_distance, swap_view
+from .env import HEAVY_HALF, OBS_NAMES, MovingOutEnv, goal_distance, swap_view
 from .partners import PartnerStyle, ScriptedPartner, demonstrator_action
 
 _D = len(OBS_NAMES)
@@ -323,8 +323,9 @@ class BassAgent:
     step). Otherwise it samples ``n_candidates`` actions, predicts the partner's action with
     ``partner_model`` (mode of its mixture on the swapped view; not needed by a
     single-agent model), previews each candidate's next state with ``dynamics`` and acts
-    with the best by :func:`box_goal_score`. Ties (no candidate moves a box in the
-    preview) go to the first sample, i.e. to plain behaviour cloning.
+    with the best by :func:`box_goal_score`. Ties (the previewed scores spread by no more
+    than ``tie_tol``) go to the first sample, i.e. to plain behaviour cloning;
+    :meth:`calibrate` sets ``tie_tol`` from the model's noise on box motion.
 
     Parameters
     ----------
@@ -333,6 +334,9 @@ class BassAgent:
     partner_model : MixtureDensityPolicy or None
     n_candidates : int
         K (the paper uses 4).
+    tie_tol : float
+        Spread of the previewed scores at or below which the candidates tie, >= 0
+        (default 1e-4, the rule before :meth:`calibrate`).
     random_state : int, Generator or None
         Seeds the policy's sampling; ``reset(seed)`` reseeds it.
     """
@@ -344,6 +348,7 @@ class BassAgent:
         partner_model: MixtureDensityPolicy | None = None,
         *,
         n_candidates: int = 4,
+        tie_tol: float = 1e-4,
         random_state: RandomState = None,
     ) -> None:
         if not isinstance(policy, MixtureDensityPolicy):
@@ -354,11 +359,68 @@ class BassAgent:
             raise TypeError("a dynamics model with use_partner=True needs a partner_model (MixtureDensityPolicy)")
         self.policy, self.dynamics, self.partner_model = policy, dynamics, partner_model
         self.k = check_int(n_candidates, "n_candidates")
+        self.tie_tol = check_real(tie_tol, "tie_tol", lo=0.0)
         self.gen = torch_generator(random_state)
 
     def reset(self, seed: RandomState = None) -> None:
         """Reseed the policy's sampling."""
         self.gen = torch_generator(seed)
+
+    @torch.no_grad()
+    def score_spread(self, obs: np.ndarray, generator: torch.Generator | None = None) -> float:
+        """max − min of :func:`box_goal_score` over the previews of ``K`` candidates sampled at ``obs`` (shape (12,))."""
+        if self.dynamics is None:
+            raise ValueError("score_spread needs a dynamics model (this agent is plain behaviour cloning)")
+        o = np.asarray(obs, dtype=np.float32)
+        cand = self.policy.sample(o, self.k, self.gen if generator is None else generator)[0]  # (K, 2)
+        pa = None
+        if self.dynamics.use_partner:
+            pa = np.repeat(self.partner_model.mode(swap_view(o)[None]), self.k, 0)  # (K, 2)
+        score = box_goal_score(self.dynamics(np.repeat(o[None], self.k, 0), cand, pa).numpy())
+        return float(score.max() - score.min())
+
+    @torch.no_grad()
+    def calibrate(self, data: dict[str, np.ndarray], *, quantile: float = 0.95, seed: int = 0) -> float:
+        r"""Set ``tie_tol`` from the model's noise on box motion, on held-out transitions.
+
+        On the held-out states in which neither box moves
+        (:math:`\lVert\Delta s_{\text{light}}\rVert + \lVert\Delta s_{\text{heavy}}\rVert < 10^{-9}`),
+        every spread of the previewed scores is model noise (no action moves a box there).
+        ``tie_tol`` becomes the ``quantile`` of those spreads (:meth:`score_spread`, with
+        ``K`` candidates sampled by a generator seeded with ``seed``), so that such states
+        tie with probability ``quantile`` and go to behaviour cloning.
+
+        Parameters
+        ----------
+        data : dict
+            Held-out transitions (``obs``, ``next_obs``, as from :func:`stack_transitions`),
+            not used to fit the models.
+        quantile : float
+            In (0, 1].
+        seed : int
+            Seeds the candidates' sampling (kept apart from the episodes' streams).
+
+        Returns
+        -------
+        float
+            The new ``tie_tol``.
+        """
+        if self.dynamics is None:
+            raise ValueError("calibrate needs a dynamics model (this agent is plain behaviour cloning)")
+        if not isinstance(data, dict) or any(k not in data for k in ("obs", "next_obs")):
+            raise ValueError("data must be a dict with keys ('obs', 'next_obs')")
+        quantile = check_real(quantile, "quantile", lo=0.0, hi=1.0, lo_open=True)
+        o, y = np.asarray(data["obs"], dtype=np.float32), np.asarray(data["next_obs"], dtype=np.float32)
+        if o.ndim != 2 or o.shape[1] != _D or o.shape != y.shape:
+            raise ValueError(f"obs and next_obs must have equal shapes (n, {_D}), got {o.shape} and {y.shape}")
+        moved = np.linalg.norm(y[:, 8:10] - o[:, 8:10], axis=1) + np.linalg.norm(y[:, 10:12] - o[:, 10:12], axis=1)
+        static = o[moved < 1e-9]
+        if len(static) == 0:
+            raise ValueError("data has no transition in which both boxes stay put")
+        gen = torch_generator(check_int(seed, "seed", low=0))
+        spreads = np.array([self.score_spread(x, gen) for x in static])
+        self.tie_tol = float(np.quantile(spreads, quantile))
+        return self.tie_tol
 
     @torch.no_grad()
     def act(self, obs: np.ndarray) -> np.ndarray:
@@ -375,7 +437,7 @@ class BassAgent:
             pa = np.repeat(self.partner_model.mode(swap_view(o)[None]), self.k, 0)  # (K, 2)
         pred = self.dynamics(obs_k, cand, pa).numpy()  # (K, 12)
         score = box_goal_score(pred)
-        best = int(np.argmax(score)) if score.max() - score.min() > 1e-4 else 0
+        best = int(np.argmax(score)) if score.max() - score.min() > self.tie_tol else 0
         return cand[best].astype(np.float32)
 
 
@@ -395,8 +457,9 @@ def rollout_episode(env: MovingOutEnv, agent: Any, seed: int, *, frames_every: i
     Returns
     -------
     dict
-        ``success`` (both boxes in the goal), ``nfd`` (final NFD), ``wait`` (fraction of
-        steps the ego touched the heavy box while it did not move), ``steps``, ``obs``
+        ``success`` (both boxes fully inside the goal), ``nfd`` (final NFD), ``wait`` (the
+        authors' waiting time: the fraction of steps in which exactly one agent holds the
+        heavy box, :func:`~icml26.movingout.env.waiting_steps`), ``steps``, ``obs``
         (T+1, 12), ``actions`` (T, 2), ``partner_actions`` (T, 2), ``frames`` (list of images).
     """
     if not isinstance(env, MovingOutEnv):
@@ -418,7 +481,7 @@ def rollout_episode(env: MovingOutEnv, agent: Any, seed: int, *, frames_every: i
         obs.append(o)
         acts.append(np.asarray(a, dtype=np.float32))
         pacts.append(info["partner_action"])
-        waiting += int(info["ego_touching"] and not info["heavy_moved"])
+        waiting += int(info["waiting"])
         if keep and (len(acts) % frames_every == 0 or term or trunc):
             frames.append(env.render())
         if term or trunc:
@@ -433,12 +496,16 @@ def evaluate_agents(
     styles: tuple[PartnerStyle, ...] | list[PartnerStyle],
     n_episodes: int,
     *,
-    agreement: float = 0.5,
+    heavy_half: float = HEAVY_HALF,
+    heavy_mass: float = 1.0,
     max_steps: int = 120,
     seed: int = 0,
     desc: str = "",
 ) -> list[dict[str, Any]]:
     """Every agent with every partner style on the same ``n_episodes`` layouts (paired episodes).
+
+    ``heavy_half`` and ``heavy_mass`` set the heavy box's size (for the env and the scripted
+    partners) and mass (Challenge 2 changes one at test time).
 
     Episode ``k`` of a style uses the env seed ``seed * 1000 + k`` for every agent, so
     results pair across agents. Returns one row per (agent, style, episode) with
@@ -451,7 +518,8 @@ def evaluate_agents(
     rows = []
     jobs = [(m, s, k) for s in styles for k in range(n_episodes) for m in agents]
     for m, s, k in progress(jobs, desc=desc or "episodes"):
-        env = MovingOutEnv(ScriptedPartner(s), agreement=agreement, max_steps=max_steps)
+        env = MovingOutEnv(ScriptedPartner(s, heavy_half=heavy_half), heavy_half=heavy_half, heavy_mass=heavy_mass,
+                           max_steps=max_steps)
         r = rollout_episode(env, agents[m], seed * 1000 + k)
         rows.append({"method": m, "style": s.name, "episode": k, "success": float(r["success"]), "nfd": r["nfd"],
                      "wait": r["wait"], "steps": r["steps"]})
@@ -467,6 +535,7 @@ def fit_bass_models(
     eps_pose: float = 0.03,
     seg_len: int = 12,
     n_recombine: int | None = None,
+    heldout: list[Demo] | None = None,
     random_state: RandomState = None,
 ) -> dict[str, Any]:
     """Train every model of the comparison on the same demonstrations.
@@ -490,12 +559,16 @@ def fit_bass_models(
         Partner pose noise sd.
     eps_pose, seg_len, n_recombine
         Recombination settings (``n_recombine`` defaults to twice the number of demos).
+    heldout : list of Demo, optional
+        Demonstrations not used for training, kept (stacked) as ``heldout`` for the
+        selection's tie tolerance (:meth:`BassAgent.calibrate`).
     random_state : int, Generator or None
 
     Returns
     -------
     dict
-        The six models, ``n_recombined`` and ``train_s`` (seconds per model).
+        The six models, ``n_recombined``, ``train_s`` (seconds per model) and ``heldout``
+        (the stacked held-out transitions, or None).
     """
     import time
 
@@ -522,6 +595,7 @@ def fit_bass_models(
         t0 = time.perf_counter()
         out[name] = job()
         out["train_s"][name] = time.perf_counter() - t0
+    out["heldout"] = stack_transitions(heldout) if heldout else None
     return out
 
 
@@ -531,21 +605,131 @@ def _fit_policy(obs: np.ndarray, act: np.ndarray, kw: dict) -> MixtureDensityPol
     return fit_mdn_policy(obs, act, **kw)
 
 
-def comparison_agents(models: dict[str, Any], *, n_candidates: int = 4) -> dict[str, BassAgent]:
+def comparison_agents(models: dict[str, Any], *, n_candidates: int = 4, tie_quantile: float | None = 0.95) -> dict[str, BassAgent]:
     """The five agents of the comparison from :func:`fit_bass_models`'s models.
 
     ``BC`` (policy), ``BC + augmentation`` (policy_aug), ``BC + selection`` (policy,
     dynamics, partner), ``BASS`` (policy_aug, dynamics_aug, partner) and ``BASS single-agent``
-    (policy_aug, dynamics_single).
+    (policy_aug, dynamics_single). When ``models["heldout"]`` holds transitions and
+    ``tie_quantile`` is not None, each selecting agent is calibrated on them
+    (:meth:`BassAgent.calibrate`); otherwise the tie tolerance stays 1e-4.
     """
     need = ("policy", "policy_aug", "partner", "dynamics", "dynamics_aug", "dynamics_single")
     if not isinstance(models, dict) or any(k not in models for k in need):
         raise ValueError(f"models must be a dict with keys {need} (from fit_bass_models)")
     k = dict(n_candidates=n_candidates)
-    return {
+    agents = {
         "BC": BassAgent(models["policy"], **k),
         "BC + augmentation": BassAgent(models["policy_aug"], **k),
         "BC + selection": BassAgent(models["policy"], models["dynamics"], models["partner"], **k),
         "BASS": BassAgent(models["policy_aug"], models["dynamics_aug"], models["partner"], **k),
         "BASS single-agent": BassAgent(models["policy_aug"], models["dynamics_single"], **k),
     }
+    if models.get("heldout") is not None and tie_quantile is not None:
+        for name in ("BC + selection", "BASS", "BASS single-agent"):
+            agents[name].calibrate(models["heldout"], quantile=tie_quantile)
+    return agents
+
+
+class ConstantAgent:
+    """An agent (ego or partner) that always sends the same command; ``act(obs) -> action``.
+
+    Parameters
+    ----------
+    action : array_like, shape (2,)
+        The command, in [-1, 1].
+    """
+
+    def __init__(self, action: Any) -> None:
+        a = np.asarray(action, dtype=np.float32)
+        if a.shape != (2,) or not np.all(np.isfinite(a)) or np.any(np.abs(a) > 1):
+            raise ValueError(f"action={action!r} must be a finite array of shape (2,) in [-1, 1]")
+        self.action = a
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        """The constant command, shape (2,)."""
+        return self.action
+
+
+def run_comparison(
+    seeds: list[int],
+    *,
+    n_demos: int,
+    epochs: int,
+    episodes: int,
+    max_steps: int,
+    demo_max_steps: int = 120,
+    demo_noise: float = 0.1,
+    sigma: float = 0.03,
+    eps_pose: float = 0.03,
+    seg_len: int = 12,
+    n_candidates: int = 4,
+    heavy_mass_test: float = 1.5,
+    n_heldout: int = 6,
+) -> dict[str, Any]:
+    """The chapter's experiment: per seed, demonstrations, the six models, and the paired episodes.
+
+    For each seed ``s``: :func:`collect_demos` with the seen styles (``random_state=s``),
+    ``n_heldout`` more (a stream of their own) for the selection's tie tolerance,
+    :func:`fit_bass_models`, then :func:`evaluate_agents` for the five agents of
+    :func:`comparison_agents` with all nine styles (Challenge 1), for an idle ego (the
+    positive control), and for BC and BASS with the heavy box's mass changed to
+    ``heavy_mass_test`` at test time only (Challenge 2: an item's mass changed).
+
+    Returns
+    -------
+    dict
+        ``rows`` (Challenge 1), ``idle_rows``, ``ch2_rows``, ``argmax_rows`` (BASS with the
+        paper's plain argmax, ``tie_tol=0``: a sensitivity row; lists of episode rows with a
+        ``seed`` key), ``train_rows``, ``data_rows``, ``models_by_seed`` and
+        ``agents_by_seed``.
+    """
+    import time
+
+    from .partners import SEEN_STYLES, UNSEEN_STYLES
+
+    seeds = list(seeds)
+    if not seeds:
+        raise ValueError("seeds must be a non-empty list of int seeds")
+    seeds = [check_int(x, "seed", low=0) for x in seeds]
+    styles = SEEN_STYLES + UNSEEN_STYLES
+    out: dict[str, Any] = {"rows": [], "ch2_rows": [], "idle_rows": [], "train_rows": [], "data_rows": [], "models_by_seed": {},
+                           "agents_by_seed": {}, "argmax_rows": []}
+    for s in progress(seeds, desc="seeds"):
+        t0 = time.perf_counter()
+        demos = collect_demos(SEEN_STYLES, n_demos, noise=demo_noise, max_steps=demo_max_steps, random_state=s)
+        t_demo = time.perf_counter() - t0
+        heldout = collect_demos(SEEN_STYLES, n_heldout, noise=demo_noise, max_steps=demo_max_steps,
+                                random_state=np.random.default_rng([s, 1]))
+        m = fit_bass_models(demos, epochs=epochs, sigma=sigma, eps_pose=eps_pose, seg_len=seg_len, heldout=heldout,
+                            random_state=s)
+        out["models_by_seed"][s] = m
+        out["train_rows"] += [{"seed": s, "model": k, "seconds": v} for k, v in m["train_s"].items()]
+        out["data_rows"].append({"seed": s, "demos kept": len(demos), "of": n_demos, "recombined segments": m["n_recombined"],
+                                 "transitions": m["n_plain"], "augmented states": m["n_aug"], "held-out demos": len(heldout),
+                                 "demo collection (s)": t_demo})
+        agents = comparison_agents(m, n_candidates=n_candidates)
+        out["data_rows"][-1]["tie tolerance (BASS)"] = agents["BASS"].tie_tol
+        out["agents_by_seed"][s] = agents
+        ev = dict(max_steps=max_steps, seed=s)
+        out["rows"] += [{**r, "seed": s} for r in evaluate_agents(agents, styles, episodes,
+                                                                   desc=f"seed {s}: challenge 1", **ev)]
+        # positive control: an ego that stands still, with the same partners and layouts
+        out["idle_rows"] += [{**r, "seed": s} for r in evaluate_agents({"idle ego": ConstantAgent([0.0, 0.0])}, styles, episodes,
+                                                                        desc=f"seed {s}: idle ego", **ev)]
+        # sensitivity: the paper's plain argmax (no tie rule) with the same models
+        plain = {"BASS, plain argmax": BassAgent(m["policy_aug"], m["dynamics_aug"], m["partner"], n_candidates=n_candidates,
+                                                 tie_tol=0.0)}
+        out["argmax_rows"] += [{**r, "seed": s} for r in evaluate_agents(plain, styles, episodes, desc=f"seed {s}: plain argmax",
+                                                                          **ev)]
+        pair = {k: agents[k] for k in ("BC", "BASS")}
+        out["ch2_rows"] += [{**r, "seed": s} for r in evaluate_agents(pair, styles, episodes, heavy_mass=heavy_mass_test,
+                                                                       desc=f"seed {s}: challenge 2", **ev)]
+    return out
+
+
+COMPARISON_SETTINGS: tuple[str, ...] = (
+    "n_demos", "epochs", "episodes", "max_steps", "demo_max_steps", "demo_noise", "sigma", "eps_pose", "seg_len",
+    "n_candidates", "heavy_mass_test", "n_heldout",
+)
+"""The keyword arguments of :func:`run_comparison` (the chapter passes them from its configuration)."""

@@ -5,11 +5,15 @@ interface is :class:`gymnasium.Env`. The environment is single-agent from the eg
 point of view: the partner is part of the environment, a callable passed at construction
 (:class:`~icml26.movingout.partners.ScriptedPartner` by default, or a reader's own).
 
-Physical gate (Kang et al., 2025, Sec. 3): the heavy box is a kinematic body that moves
-only when *both* agents touch it and push it in agreement, i.e. both commands point into
-the box and the cosine between them is at least ``agreement``; it then moves with
-``HEAVY_GAIN`` times their mean command. Otherwise it stays put (:math:`s_{t+1} = s_t`
-for the box). The light box is a dynamic body that one agent can push.
+Joint motion, as the authors' environment implements it (``movingout_env``, the grab
+and joint-motion code of ``base_env.py``): a large item cannot be moved by one agent; once
+*both* agents hold it, it moves with the two agents at roughly the mean of their commands,
+with no agreement rule and no cut-off. Here "holding" is touching (we have no grab action):
+the heavy box is a kinematic body that moves with ``HEAVY_GAIN`` times the mean of the two
+commands whenever both agents touch it, and stays put otherwise. The light box (the
+authors' "small" item) is a dynamic body that one agent can push. An item is delivered
+only when it lies fully inside the goal zone (the authors' ``global_score``), and a step
+counts as waiting when exactly one agent holds the heavy item (``calculate_waiting_time``).
 
 References
 ----------
@@ -33,7 +37,7 @@ LIGHT_HALF: float = 0.035
 HEAVY_HALF: float = 0.07
 GOAL: tuple[float, float, float, float] = (0.75, 0.2, 1.0, 0.8)  # x0, y0, x1, y1
 MAX_SPEED: float = 0.3  # units per second at |action| = 1
-HEAVY_GAIN: float = 0.6  # heavy-box speed / mean agent command when the gate holds
+HEAVY_GAIN: float = 0.6  # heavy-box speed / mean agent command when both agents hold it
 CONTROL_DT: float = 0.1  # seconds per env step (10 Hz, as in the paper)
 CONTACT_TOL: float = 0.012  # an agent "touches" a box within this gap
 
@@ -67,8 +71,54 @@ def goal_distance(xy: np.ndarray) -> np.ndarray:
 
 
 def box_in_goal(xy: np.ndarray) -> np.ndarray:
-    """Whether box centres lie inside the goal rectangle (shape ``(...)``)."""
+    """Whether box centres lie inside the goal rectangle (shape ``(...)``); see :func:`box_inside_goal` for delivery."""
     return goal_distance(xy) <= 0.0
+
+
+def box_inside_goal(xy: np.ndarray, half: float) -> np.ndarray:
+    r"""Whether axis-aligned square boxes of half side ``half`` lie *fully* inside the goal.
+
+    :math:`x_0 \le x - h,\ x + h \le x_1,\ y_0 \le y - h,\ y + h \le y_1` (the authors'
+    ``global_score`` counts an item only when the goal zone contains all of it).
+
+    Parameters
+    ----------
+    xy : array_like, shape (..., 2)
+        Box centres.
+    half : float
+        Half side, >= 0.
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (...)
+    """
+    xy = np.asarray(xy, dtype=float)
+    if xy.ndim < 1 or xy.shape[-1] != 2:
+        raise ValueError(f"xy must have a last axis of length 2, got shape {xy.shape}")
+    h = check_real(half, "half", lo=0.0)
+    x0, y0, x1, y1 = GOAL
+    return (xy[..., 0] - h >= x0) & (xy[..., 0] + h <= x1) & (xy[..., 1] - h >= y0) & (xy[..., 1] + h <= y1)
+
+
+def waiting_steps(ego_holds: np.ndarray, partner_holds: np.ndarray) -> np.ndarray:
+    """Waiting per step, the authors' ``calculate_waiting_time``: exactly one agent holds the heavy item.
+
+    With one heavy item the authors' third case (both hold different large items) cannot
+    occur; the light box is their "small" category, which never counts.
+
+    Parameters
+    ----------
+    ego_holds, partner_holds : array_like of bool, shape (T,)
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (T,); its mean is the episode's waiting time WT.
+    """
+    e = np.asarray(ego_holds, dtype=bool)
+    p = np.asarray(partner_holds, dtype=bool)
+    if e.shape != p.shape:
+        raise ValueError(f"ego_holds and partner_holds must have the same shape, got {e.shape} and {p.shape}")
+    return e != p
 
 
 def normalised_final_distance(obs: np.ndarray, initial_obs: np.ndarray) -> np.ndarray:
@@ -101,6 +151,19 @@ def normalised_final_distance(obs: np.ndarray, initial_obs: np.ndarray) -> np.nd
     return np.clip(1.0 - d / np.maximum(d0, 1e-9), 0.0, 1.0)
 
 
+def _goal_gap(x: float, y: float) -> float:
+    """:func:`goal_distance` of one point, in Python floats (the env's per-step path)."""
+    x0, y0, x1, y1 = GOAL
+    dx, dy = max(x0 - x, 0.0, x - x1), max(y0 - y, 0.0, y - y1)
+    return (dx * dx + dy * dy) ** 0.5
+
+
+def _nfd(state: list[float], d0: float) -> float:
+    """:func:`normalised_final_distance` of one state (12 floats) with the initial summed distance ``d0``."""
+    d = _goal_gap(state[8], state[9]) + _goal_gap(state[10], state[11])
+    return min(max(1.0 - d / max(d0, 1e-9), 0.0), 1.0)
+
+
 def swap_view(obs: np.ndarray) -> np.ndarray:
     """The same state seen from the partner: ego and partner fields exchanged (shape kept)."""
     obs = np.asarray(obs)
@@ -114,8 +177,8 @@ class MovingOutEnv(gym.Env):
 
     Observation: ``Box(12,)`` (:data:`OBS_NAMES`), finite bounds. Action: ``Box(-1, 1, (2,))``,
     the ego's velocity command as a fraction of :data:`MAX_SPEED`. Reward: the increase of
-    NFD this step. The episode terminates when both boxes are in the goal zone and is
-    truncated after ``max_steps``.
+    NFD this step. The episode terminates when both boxes lie fully inside the goal zone and
+    is truncated after ``max_steps``.
 
     Parameters
     ----------
@@ -123,13 +186,18 @@ class MovingOutEnv(gym.Env):
         The partner agent. Anything with ``act(partner_obs) -> action`` (partner_obs is
         :func:`swap_view` of the ego's observation, the action a length-2 array in
         [-1, 1]) and, optionally, ``reset(seed)``. Default: the first seen scripted style.
-    agreement : float
-        Cosine threshold of the heavy-box gate, in [-1, 1]; the test-time physical
-        change of the chapter raises it.
+    heavy_half : float
+        Half side of the heavy box, in (0, 0.2]; the chapter's Challenge 2 changes it at
+        test time (the paper changes an item's size or mass).
+    heavy_mass : float
+        Mass of the heavy box relative to the demonstrations' (1), > 0: the two holding
+        agents move it at ``HEAVY_GAIN / heavy_mass`` times their mean command (our model of
+        a heavier item under the same commands). The chapter's Challenge 2 raises it at
+        test time (the paper changes an item's mass or size).
     max_steps : int
         Episode horizon (env steps at 10 Hz).
     substeps : int
-        pymunk steps per env step (the paper uses 10).
+        pymunk steps per env step (the authors' ``PHYS_STEPS = 10``).
     render_mode : {None, "rgb_array"}
     render_size : int
         Side of the rendered square image in pixels.
@@ -145,14 +213,16 @@ class MovingOutEnv(gym.Env):
         self,
         partner: Any = None,
         *,
-        agreement: float = 0.5,
+        heavy_half: float = HEAVY_HALF,
+        heavy_mass: float = 1.0,
         max_steps: int = 120,
-        substeps: int = 5,
+        substeps: int = 10,
         render_mode: str | None = None,
         render_size: int = 96,
     ) -> None:
         super().__init__()
-        self.agreement = check_real(agreement, "agreement", lo=-1.0, hi=1.0)
+        self.heavy_half = check_real(heavy_half, "heavy_half", lo=0.0, hi=0.2, lo_open=True)
+        self.heavy_mass = check_real(heavy_mass, "heavy_mass", lo=0.0, lo_open=True)
         self.max_steps = check_int(max_steps, "max_steps")
         self.substeps = check_int(substeps, "substeps")
         self.render_size = check_int(render_size, "render_size", low=16)
@@ -169,6 +239,7 @@ class MovingOutEnv(gym.Env):
         lo = np.array([0, 0, -1, -1] * 2 + [0] * 4, dtype=np.float32)
         self.observation_space = gym.spaces.Box(lo, np.ones(12, dtype=np.float32), dtype=np.float32)
         self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32)
+        self._lo, self._hi = lo.astype(float).tolist(), [1.0] * 12
         self.space: pymunk.Space | None = None
         self._t = 0
 
@@ -196,7 +267,7 @@ class MovingOutEnv(gym.Env):
         light_shape = pymunk.Poly.create_box(light_body, (2 * LIGHT_HALF, 2 * LIGHT_HALF))
         heavy_body = pymunk.Body(body_type=pymunk.Body.KINEMATIC)
         heavy_body.position = tuple(map(float, heavy))
-        heavy_shape = pymunk.Poly.create_box(heavy_body, (2 * HEAVY_HALF, 2 * HEAVY_HALF))
+        heavy_shape = pymunk.Poly.create_box(heavy_body, (2 * self.heavy_half, 2 * self.heavy_half))
         for name, body, shape in (("light", light_body, light_shape), ("heavy", heavy_body, heavy_shape)):
             shape.friction, shape.collision_type = 0.0, _BOX
             space.add(body, shape)
@@ -209,18 +280,24 @@ class MovingOutEnv(gym.Env):
         space.on_collision(_AGENT, _BOX, begin=count_hit)
         self.space = space
 
-    def _obs(self) -> np.ndarray:
+    def _state_list(self) -> list[float]:
+        """The state as 12 Python floats (layout :data:`OBS_NAMES`, velocities unclipped)."""
         b = self.bodies
-        v = lambda body: np.clip(np.asarray(body.velocity) / MAX_SPEED, -1, 1)  # noqa: E731
-        o = np.concatenate([b["ego"].position, v(b["ego"]), b["partner"].position, v(b["partner"]),
-                            b["light"].position, b["heavy"].position])
-        return np.clip(o, self.observation_space.low, self.observation_space.high).astype(np.float32)
+        out: list[float] = []
+        for name in ("ego", "partner"):
+            (x, y), (vx, vy) = b[name].position, b[name].velocity
+            out += [x, y, vx / MAX_SPEED, vy / MAX_SPEED]
+        out += [*b["light"].position, *b["heavy"].position]
+        return out
+
+    def _obs(self, state: list[float] | None = None) -> np.ndarray:
+        """The observation: the state clipped to the observation space, float32 (shape (12,))."""
+        st = self._state_list() if state is None else state
+        return np.array([min(max(v, lo), hi) for v, lo, hi in zip(st, self._lo, self._hi, strict=True)], dtype=np.float32)
 
     def get_state(self) -> np.ndarray:
         """The full state as a length-12 float64 array (same layout as the observation, unclipped)."""
-        b = self.bodies
-        return np.concatenate([b["ego"].position, np.asarray(b["ego"].velocity) / MAX_SPEED, b["partner"].position,
-                               np.asarray(b["partner"].velocity) / MAX_SPEED, b["light"].position, b["heavy"].position]).astype(float)
+        return np.array(self._state_list(), dtype=float)
 
     def set_state(self, state: np.ndarray) -> np.ndarray:
         """Rebuild the world at ``state`` (layout :data:`OBS_NAMES`; velocities as fractions of MAX_SPEED).
@@ -237,6 +314,7 @@ class MovingOutEnv(gym.Env):
         self.bodies["ego"].velocity = tuple(s[2:4] * MAX_SPEED)
         self.bodies["partner"].velocity = tuple(s[6:8] * MAX_SPEED)
         self._t, self._initial, self._nfd = 0, self.get_state(), 0.0
+        self._d0 = _goal_gap(*self._initial[8:10]) + _goal_gap(*self._initial[10:12])
         return self._obs()
 
     # ------------------------------------------------------------------ gymnasium API
@@ -256,32 +334,45 @@ class MovingOutEnv(gym.Env):
         self._build(ego, partner, light, heavy)
         self._t = 0
         self._initial = self.get_state()
+        self._d0 = _goal_gap(*self._initial[8:10]) + _goal_gap(*self._initial[10:12])
         self._nfd = 0.0
         reset = getattr(self.partner, "reset", None)
         if callable(reset):
             reset(int(r.integers(0, 2**31)))
         return self._obs(), {"nfd": 0.0}
 
-    def _touching(self, who: str) -> bool:
-        pq = self.shapes["heavy"].point_query(self.bodies[who].position)
-        return pq.distance <= AGENT_RADIUS + CONTACT_TOL
+    def holds(self, who: str) -> bool:
+        """Whether agent ``who`` ("ego" or "partner") holds the heavy box: its disk touches it.
 
-    def gate(self, ego_cmd: np.ndarray, partner_cmd: np.ndarray) -> bool:
-        """Whether the heavy box moves: both agents touch it, push into it, and agree (cosine >= agreement)."""
-        if not (self._touching("ego") and self._touching("partner")):
-            return False
-        c = [np.asarray(ego_cmd, dtype=float), np.asarray(partner_cmd, dtype=float)]
-        n = [np.linalg.norm(x) for x in c]
-        if min(n) < 0.1:
-            return False
-        heavy = np.asarray(self.bodies["heavy"].position)
-        for who, cmd in zip(("ego", "partner"), c, strict=True):
-            if np.dot(cmd, heavy - np.asarray(self.bodies[who].position)) <= 0:
-                return False
-        return float(np.dot(c[0], c[1]) / (n[0] * n[1])) >= self.agreement
+        The gap from the disk's centre to the axis-aligned square is at most
+        ``AGENT_RADIUS + CONTACT_TOL`` (what pymunk's ``point_query`` gives for this square).
+        """
+        if who not in ("ego", "partner"):
+            raise ValueError(f"who={who!r} must be 'ego' or 'partner'")
+        px, py = self.bodies[who].position
+        hx, hy = self.bodies["heavy"].position
+        h = self.heavy_half
+        dx, dy = abs(px - hx) - h, abs(py - hy) - h
+        gap = (max(dx, 0.0) ** 2 + max(dy, 0.0) ** 2) ** 0.5 if (dx > 0 or dy > 0) else max(dx, dy)
+        return gap <= AGENT_RADIUS + CONTACT_TOL
+
+    def heavy_velocity(self, ego_cmd: np.ndarray, partner_cmd: np.ndarray) -> tuple[float, float]:
+        r"""The heavy box's velocity this step: :math:`g\,v_{\max}\,\tfrac12 (a^e + a^p)` when both agents hold it, else 0.
+
+        No agreement rule and no threshold, as in the authors' environment (there the two
+        holding agents drag the item at about the mean of their commands).
+        """
+        if not (self.holds("ego") and self.holds("partner")):
+            return 0.0, 0.0
+        k = 0.5 * HEAVY_GAIN / self.heavy_mass * MAX_SPEED
+        return k * (float(ego_cmd[0]) + float(partner_cmd[0])), k * (float(ego_cmd[1]) + float(partner_cmd[1]))
 
     def check_action(self, action: Any, name: str = "action") -> np.ndarray:
         """``action`` as a float32 array of shape (2,) in [-1, 1], or a ``ValueError`` naming it and the space."""
+        if isinstance(action, np.ndarray) and action.shape == (2,) and action.dtype == np.float32:
+            x, y = float(action[0]), float(action[1])
+            if -1.0 <= x <= 1.0 and -1.0 <= y <= 1.0:  # NaN fails both comparisons
+                return action
         try:
             a = np.asarray(action, dtype=np.float64)
         except (TypeError, ValueError):
@@ -299,36 +390,43 @@ class MovingOutEnv(gym.Env):
         """Advance one control step (``substeps`` pymunk steps) with the ego's ``action``.
 
         Returns ``(obs, reward, terminated, truncated, info)``; ``info`` holds ``nfd``,
-        ``partner_action``, ``heavy_moved`` (the gate held), ``ego_touching`` (the ego
-        touches the heavy box) and ``success``.
+        ``partner_action``, ``ego_holds`` and ``partner_holds`` (each agent touches the heavy
+        box at the start of the step), ``heavy_moved`` (both held it, so it moved with the
+        mean command), ``waiting`` (exactly one held it: the authors' waiting step) and
+        ``success`` (both boxes fully inside the goal zone).
         """
         if self.space is None:
             raise RuntimeError("call reset() before step()")
         a = self.check_action(action)
-        obs_before = self._obs()
-        pa = self.check_action(self.partner.act(swap_view(obs_before)), name="partner action")
-        moved = self.gate(a, pa)
-        ego_touching = self._touching("ego")
-        heavy = self.bodies["heavy"]
-        hv = HEAVY_GAIN * MAX_SPEED * (a.astype(float) + pa.astype(float)) / 2 if moved else np.zeros(2)
+        st = self._state_list()
+        pa = self.check_action(self.partner.act(swap_view(self._obs(st))), name="partner action")
+        ego_holds, partner_holds = self.holds("ego"), self.holds("partner")
+        hv = self.heavy_velocity(a, pa) if ego_holds and partner_holds else (0.0, 0.0)
+        ego, partner, heavy, h = self.bodies["ego"], self.bodies["partner"], self.bodies["heavy"], self.heavy_half
+        ve = (float(a[0]) * MAX_SPEED, float(a[1]) * MAX_SPEED)
+        vp = (float(pa[0]) * MAX_SPEED, float(pa[1]) * MAX_SPEED)
         dt = CONTROL_DT / self.substeps
+        step = self.space.step
         for _ in range(self.substeps):
-            self.bodies["ego"].velocity = tuple(float(x) for x in a * MAX_SPEED)
-            self.bodies["partner"].velocity = tuple(float(x) for x in pa * MAX_SPEED)
-            p = np.asarray(heavy.position)
-            nxt = p + hv * dt  # keep the kinematic box inside the walls
-            v = np.where((nxt < HEAVY_HALF) | (nxt > 1 - HEAVY_HALF), 0.0, hv)
-            heavy.velocity = (float(v[0]), float(v[1]))
-            self.space.step(dt)
+            ego.velocity, partner.velocity = ve, vp
+            if hv != (0.0, 0.0):  # keep the kinematic box inside the walls
+                x, y = heavy.position
+                vx = 0.0 if not (h <= x + hv[0] * dt <= 1 - h) else hv[0]
+                vy = 0.0 if not (h <= y + hv[1] * dt <= 1 - h) else hv[1]
+                heavy.velocity = (vx, vy)
+            step(dt)
         heavy.velocity = (0.0, 0.0)
         self._t += 1
-        obs = self._obs()
-        st = self.get_state()
-        nfd = float(normalised_final_distance(st, self._initial))
+        st = self._state_list()
+        obs = self._obs(st)
+        nfd = _nfd(st, self._d0)
         reward, self._nfd = nfd - self._nfd, nfd
-        success = bool(box_in_goal(st[8:10]) and box_in_goal(st[10:12]))
+        x0, y0, x1, y1 = GOAL
+        success = all(x0 <= st[i] - hh and st[i] + hh <= x1 and y0 <= st[i + 1] - hh and st[i + 1] + hh <= y1
+                      for i, hh in ((8, LIGHT_HALF), (10, h)))
         truncated = self._t >= self.max_steps and not success
-        info = {"nfd": nfd, "partner_action": pa, "heavy_moved": bool(moved), "ego_touching": bool(ego_touching), "success": success}
+        info = {"nfd": nfd, "partner_action": pa, "ego_holds": ego_holds, "partner_holds": partner_holds,
+                "heavy_moved": hv != (0.0, 0.0), "waiting": ego_holds != partner_holds, "success": success}
         return obs, float(reward), success, bool(truncated), info
 
     def render(self):
@@ -342,7 +440,7 @@ class MovingOutEnv(gym.Env):
         y = 1 - (yy + 0.5) / n  # image rows go down, y goes up
         x0, y0, x1, y1 = GOAL
         img[(x >= x0) & (x <= x1) & (y >= y0) & (y <= y1)] = (200, 235, 200)
-        for name, half, color in (("light", LIGHT_HALF, (230, 160, 60)), ("heavy", HEAVY_HALF, (120, 80, 40))):
+        for name, half, color in (("light", LIGHT_HALF, (230, 160, 60)), ("heavy", self.heavy_half, (120, 80, 40))):
             cx, cy = self.bodies[name].position
             img[(abs(x - cx) <= half) & (abs(y - cy) <= half)] = color
         for name, color in (("ego", (40, 90, 220)), ("partner", (220, 50, 50))):
@@ -351,3 +449,50 @@ class MovingOutEnv(gym.Env):
         img[:, [0, -1]] = 60
         img[[0, -1], :] = 60
         return img
+
+
+def push_displacements(
+    ego_xy: Any,
+    partner_xy: Any,
+    ego_cmd: Any,
+    partner_cmd: Any,
+    *,
+    steps: int = 1,
+    light_xy: Any = (0.3, 0.25),
+    heavy_xy: Any = (0.5, 0.6),
+    **env_kw: Any,
+) -> tuple[float, float]:
+    """How far each box moves when both agents send constant commands (a physics probe).
+
+    Parameters
+    ----------
+    ego_xy, partner_xy, light_xy, heavy_xy : array_like, shape (2,)
+        Starting positions (agents at rest).
+    ego_cmd, partner_cmd : array_like, shape (2,)
+        Constant commands in [-1, 1].
+    steps : int
+        Env steps to run.
+    **env_kw
+        Passed to :class:`MovingOutEnv` (``heavy_mass``, ``heavy_half``, ``substeps``).
+
+    Returns
+    -------
+    (float, float)
+        The light box's and the heavy box's displacement (Euclidean).
+    """
+    steps = check_int(steps, "steps")
+
+    class _Constant:
+        def act(self, obs: np.ndarray) -> np.ndarray:
+            return pc
+
+    e = MovingOutEnv(_Constant(), **env_kw)
+    pc = e.check_action(np.asarray(partner_cmd, dtype=np.float32), name="partner_cmd")
+    ec = e.check_action(np.asarray(ego_cmd, dtype=np.float32), name="ego_cmd")
+    e.reset(seed=0)
+    e.set_state(np.array([*ego_xy, 0, 0, *partner_xy, 0, 0, *light_xy, *heavy_xy], dtype=float))
+    s0 = e.get_state()
+    for _ in range(steps):
+        e.step(ec)
+    s1 = e.get_state()
+    return float(np.linalg.norm(s1[8:10] - s0[8:10])), float(np.linalg.norm(s1[10:12] - s0[10:12]))

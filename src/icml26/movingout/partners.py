@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._common import RandomState, check_random_state, check_real
-from .env import AGENT_RADIUS, GOAL, HEAVY_HALF, LIGHT_HALF, OBS_NAMES, box_in_goal
+from .env import AGENT_RADIUS, GOAL, HEAVY_HALF, LIGHT_HALF, OBS_NAMES
 
 SLOT_OFFSET: float = 0.04  # lateral offset of the two pushing slots on the heavy box's rear face
 
@@ -123,6 +123,12 @@ def _go_behind(pos: np.ndarray, box: np.ndarray, half: float, direction: np.ndar
     return _unit(slot - direction * 0.05 - pos), False
 
 
+def _delivered(box: np.ndarray, half: float) -> bool:
+    """Whether a square box of half side ``half`` centred at ``box`` lies fully inside the goal zone."""
+    x0, y0, x1, y1 = GOAL
+    return bool(x0 <= box[0] - half and box[0] + half <= x1 and y0 <= box[1] - half and box[1] + half <= y1)
+
+
 def _check_obs(obs: np.ndarray) -> np.ndarray:
     o = np.asarray(obs, dtype=float)
     if o.shape != (len(OBS_NAMES),) or not np.all(np.isfinite(o)):
@@ -135,18 +141,22 @@ class ScriptedPartner:
 
     It idles for ``patience`` steps, walks (path bias, speed, jitter) to its slot on the
     heavy box's rear face, and pushes towards the goal rotated by its bias, whether or not
-    the ego has come. Once the heavy box is in the goal zone it rests.
+    the ego has come. Once the heavy box lies fully inside the goal zone it rests.
 
     Parameters
     ----------
     style : PartnerStyle
     random_state : int, Generator or None
         Source of the jitter; ``reset(seed)`` reseeds it (the env calls it).
+    heavy_half : float
+        The heavy box's half side as the partner sees it (a human sees the box; pass the
+        env's ``heavy_half`` when Challenge 2 changes it).
     """
 
-    def __init__(self, style: PartnerStyle, random_state: RandomState = None) -> None:
+    def __init__(self, style: PartnerStyle, random_state: RandomState = None, *, heavy_half: float = HEAVY_HALF) -> None:
         if not isinstance(style, PartnerStyle):
             raise TypeError(f"style must be a PartnerStyle, got {type(style).__name__}")
+        self.heavy_half = check_real(heavy_half, "heavy_half", lo=0.0, hi=0.2, lo_open=True)
         self.style = style
         self.rng = check_random_state(random_state)
         self.t = 0
@@ -163,10 +173,10 @@ class ScriptedPartner:
         self.t += 1
         pos, heavy = o[0:2], o[10:12]
         noise = self.rng.normal(0.0, st.jitter, size=2)
-        if self.t <= st.patience or box_in_goal(heavy):
+        if self.t <= st.patience or _delivered(heavy, self.heavy_half):
             return np.clip(noise * 0.3, -1, 1)
         d = _unit(push_target(heavy) - heavy)
-        cmd, at_slot = _go_behind(pos, heavy, HEAVY_HALF, d, st.side * SLOT_OFFSET)
+        cmd, at_slot = _go_behind(pos, heavy, self.heavy_half, d, st.side * SLOT_OFFSET)
         if at_slot:
             cmd = _rot(d, st.bias)
         elif np.linalg.norm(pos - heavy) > 0.15:
@@ -194,7 +204,7 @@ def demonstrator_action(obs: np.ndarray, random_state: RandomState = None, noise
     noise = check_real(noise, "noise", lo=0.0)
     rng = check_random_state(random_state)
     pos, ppos, pvel, light, heavy = o[0:2], o[4:6], o[6:8], o[8:10], o[10:12]
-    if not box_in_goal(heavy):
+    if not _delivered(heavy, HEAVY_HALF):
         d = _unit(push_target(heavy) - heavy)
         perp = np.array([-d[1], d[0]])
         prel = float(np.dot(ppos - heavy, perp))
@@ -206,7 +216,7 @@ def demonstrator_action(obs: np.ndarray, random_state: RandomState = None, noise
         if at_slot:
             pv = _unit(pvel)
             cmd = _unit(d + pv) if np.dot(pv, d) > 0 else d
-    elif not box_in_goal(light):
+    elif not _delivered(light, LIGHT_HALF):
         d = _unit(push_target(light) - light)
         cmd, at_slot = _go_behind(pos, light, LIGHT_HALF, d, 0.0)
         if at_slot:
