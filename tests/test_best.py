@@ -15,6 +15,7 @@ from icml26.best import (
     CaseResult,
     closure_loop_reference,
     dual_at_k,
+    dual_at_k_suite,
     dual_score,
     extract_code,
     feasible_set,
@@ -334,3 +335,17 @@ def test_standard_solutions_score_dual_one_through_the_whole_pipeline():
 @pytest.mark.parametrize("module", ["metric", "harness", "tasks", "scoring"])
 def test_every_public_callable_has_numpydoc_sections(module):
     assert undocumented(f"icml26.best.{module}") == []
+
+
+def test_the_suite_scorer_equals_dual_at_k_task_by_task():
+    gen = np.random.default_rng(3)
+    P = gen.random((7, 5, 3, 3)) < gen.uniform(0.2, 0.9, (7, 1, 1, 1))  # (tasks, generations, 3, 3)
+    F = gen.random((7, 3, 3)) < 0.6
+    F[:, 0, 0] = True
+    out = dual_at_k_suite(P, F, (1, 4), tau=1.5, sigma=0.8)
+    for t in range(7):
+        for k in (1, 4):
+            one = dual_at_k(P[t], F[t], k, tau=1.5, sigma=0.8)
+            assert out[f"pass{k}"][t] == pytest.approx(one["pass"], abs=1e-14)
+            for kind in ("time", "space", "comb"):
+                assert out[f"dual{k}_{kind}"][t] == pytest.approx(one[kind], abs=1e-14)

@@ -237,3 +237,16 @@ def test_stand_in_models_reject_bad_profiles_and_prompts(p, junk):
     rejects(oracle, [junk], match="str")
     rejects(sc.oracle_answer_fn, junk, [TASK], match="Harness")
     rejects(sc.oracle_answer_fn, h, junk)
+
+
+@covers("best.metric.dual_at_k_suite")
+def test_the_suite_scorer_rejects_ragged_shapes_bad_ks_and_infeasible_tasks():
+    P = np.ones((2, 4, 3, 3), dtype=bool)
+    F = np.ones((2, 3, 3), dtype=bool)
+    rejects(mt.dual_at_k_suite, P[0], F[0], match="n_tasks")
+    rejects(mt.dual_at_k_suite, P, F[:1], match="feasible must have shape")
+    rejects(mt.dual_at_k_suite, P, F, 10, match="ks=10")
+    rejects(mt.dual_at_k_suite, P, F, (0,), match="k")
+    F_bad = F.copy()
+    F_bad[1] = False
+    rejects(mt.dual_at_k_suite, P, F_bad, match="task 1: no feasible cell")

@@ -13,6 +13,7 @@ from .metric import (
     KINDS,
     closure_loop_reference,
     dual_at_k,
+    dual_at_k_suite,
     dual_score,
     feasible_set,
     monotone_closure,
@@ -24,7 +25,7 @@ from .metric import (
 from .tasks import CHARACTERS, SYSTEM_PROMPT, TASK_NAMES, Task, extract_code, get_task, suite
 
 __all__ = [
-    "KINDS", "closure_loop_reference", "dual_at_k", "dual_score", "feasible_set", "monotone_closure",
+    "KINDS", "closure_loop_reference", "dual_at_k", "dual_at_k_suite", "dual_score", "feasible_set", "monotone_closure",
     "plugin_pass_at_k", "subtask_pass_rate", "unbiased_pass_at_k", "weight_matrix",
     "CaseResult", "Harness", "ProgramRecord", "memory_limit_table", "run_case",
     "CHARACTERS", "SYSTEM_PROMPT", "TASK_NAMES", "Task", "extract_code", "get_task", "suite",

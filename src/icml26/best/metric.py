@@ -295,6 +295,74 @@ def dual_at_k(
     return out
 
 
+def dual_at_k_suite(
+    P: np.ndarray,
+    feasible: np.ndarray,
+    ks: tuple[int, ...] = (1, 10),
+    *,
+    tau: float = 1.2,
+    sigma: float = 1.2,
+    closure: bool = True,
+) -> dict[str, np.ndarray]:
+    """:func:`dual_at_k` of every task of a suite at once, for each ``k`` in ``ks``.
+
+    With ``A_t`` the (closed) pass rates of task ``t`` and ``A_t^{(k)} = 1 - (1 - A_t)^k``,
+
+    ``dual@k_t = sum_ij W_ij A^{(k)}_{t,ij} / sum_{(i,j) in F_t} W_ij``, ``pass@k_t = A^{(k)}_{t,00}``,
+
+    computed as one array program over tasks (the benchmark's score is the mean over
+    tasks). Equal to calling :func:`dual_at_k` once per task.
+
+    Parameters
+    ----------
+    P : array of bool, shape (n_tasks, n_generations, n_scales, n_levels)
+        Raw (unclosed) pass matrices; every task has the same number of generations.
+    feasible : array of bool, shape (n_tasks, n_scales, n_levels)
+        :func:`feasible_set` of each task's standard solutions.
+    ks : tuple of int
+        The ``k`` values (each ``>= 1``).
+    tau, sigma : float
+        Weight bases (finite, > 0).
+    closure : bool
+        ``False`` skips the monotone closure (for comparison only).
+
+    Returns
+    -------
+    dict of numpy.ndarray, each shape (n_tasks,)
+        ``"dual{k}_{kind}"`` for each ``k`` and kind, and ``"pass{k}"``.
+
+    References
+    ----------
+    .. [1] A. Shen et al., "BEST: Benchmarking Efficiency in Space and Time for LLM-Generated
+       Code", ICML 2026.
+    .. [2] Co-author's public code, github.com/xwysyy/BEST: export_dual_at_k.py and process-data/dual_at_k.py.
+    """
+    P = _check_binary(P)
+    F = _check_binary(feasible, "feasible")
+    if P.ndim != 4 or P.shape[0] == 0 or P.shape[1] == 0:
+        raise ValueError(f"P must have shape (n_tasks >= 1, n_generations >= 1, n_scales, n_levels), got {P.shape}")
+    if F.shape != (P.shape[0],) + P.shape[2:]:
+        raise ValueError(f"feasible must have shape {(P.shape[0],) + P.shape[2:]} (n_tasks, n_scales, n_levels), got {F.shape}")
+    if isinstance(ks, (int, np.integer)) or not len(ks):
+        raise TypeError(f"ks={ks!r} must be a non-empty tuple of integers >= 1")
+    ks = tuple(count(k, "k") for k in ks)
+    A = (monotone_closure(P) if closure else P).mean(axis=1)  # (n_tasks, n_i, n_j)
+    shape = A.shape[1:]
+    W = np.stack([weight_matrix(kind, tau=tau, sigma=sigma, shape=shape) for kind in KINDS])  # (n_kinds, n_i, n_j)
+    denom = np.einsum("kij,tij->tk", W, F.astype(float))  # (n_tasks, n_kinds)
+    if np.any(denom <= 0):
+        t, kd = np.argwhere(denom <= 0)[0]
+        raise ValueError(f"task {t}: no feasible cell has {KINDS[kd]} weight: no standard solution passes the ({KINDS[kd]}) subtasks")
+    out: dict[str, np.ndarray] = {}
+    for k in ks:
+        Ak = 1.0 - (1.0 - A) ** k  # (n_tasks, n_i, n_j)
+        scores = np.einsum("kij,tij->tk", W, Ak) / denom  # (n_tasks, n_kinds)
+        for kd, kind in enumerate(KINDS):
+            out[f"dual{k}_{kind}"] = scores[:, kd]
+        out[f"pass{k}"] = Ak[:, 0, 0]
+    return out
+
+
 def closure_loop_reference(P: np.ndarray) -> np.ndarray:
     """The authors' in-place loop, written out (used as the oracle in the tests).
 
