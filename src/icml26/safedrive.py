@@ -15,8 +15,12 @@ Qwen2.5-VL selector trained with GRPO        :class:`SelectorPolicy` scoring can
                                              :func:`train_selector` with :func:`grpo_loss`
 CTG guided diffusion (collision stage)       :func:`attack_adversary`: gradient descent on
                                              the adversary's controls through the dynamics
-CTG guided diffusion (evasion stage)         :func:`evade_ego`: gradient descent on the ego's
-                                             controls, near-miss filter
+CTG guided diffusion (evasion stage)         :func:`evade_ego_receding`: the ego replans every
+                                             0.5 s by gradient descent on its controls from
+                                             what it has observed (constant-velocity
+                                             prediction of the others), near-miss filter;
+                                             :func:`evade_ego`, the open-loop variant that
+                                             knows the whole attack, as a sensitivity setting
 UniAD (end-to-end planner)                   :class:`BCPlanner`, behaviour-cloned on benign
                                              logs, tracked by :func:`track_waypoints`
 ===========================================  ===============================================
@@ -52,7 +56,7 @@ __all__ = [
     "boxes_overlap", "box_distance", "render_views", "waypoint_targets", "track_waypoints", "BCPlanner",
     "PlannerLike", "planner_samples", "plan_collisions", "candidate_features", "SelectorPolicy", "grpo_loss", "train_selector",
     "select_closest", "select_random", "select_with", "attack_adversary", "attack_labels", "graded_rewards",
-    "evade_ego", "make_scenarios", "finetune_planner",
+    "evade_ego", "evade_ego_receding", "predict_constant_velocity", "make_scenarios", "finetune_planner",
 ]
 
 
@@ -1321,6 +1325,25 @@ def _disc_clearance(a, b, c: RoadConfig):
     return d.amin((-1, -2)) - 2 * r
 
 
+def _disc_centres(a, c: RoadConfig):
+    """The three covering disc centres of vehicles ``a`` (..., 4) (torch): (..., 3, 2)."""
+    import torch
+
+    off = torch.as_tensor(_CIRCLES * c.length / 4.5, dtype=a.dtype)
+    return a[..., None, :2] + off[:, None] * torch.stack([torch.cos(a[..., 2]), torch.sin(a[..., 2])], -1)[..., None, :]
+
+
+def _disc_clearance_to(ego, other_centres, c: RoadConfig):
+    """:func:`_disc_clearance` of ego states (B, T, 4) to fixed vehicles given by their disc
+    centres (B, T, N, 3, 2), so that the fixed side is computed once: (B, T, N)."""
+    import torch
+
+    r = float(np.sqrt((c.length / 6) ** 2 + (c.width / 2) ** 2))
+    pa = _disc_centres(ego, c)[:, :, None]  # (B, T, 1, 3, 2)
+    d = torch.sqrt(((pa[..., :, None, :] - other_centres[..., None, :, :]) ** 2).sum(-1) + 1e-9)  # (B, T, N, 3, 3)
+    return d.amin((-1, -2)) - 2 * r
+
+
 def _to_raw(ctrl: np.ndarray, c: RoadConfig) -> np.ndarray:
     lo, hi = c.accel_bounds
     a = np.clip((ctrl[..., 0] - (hi + lo) / 2) / ((hi - lo) / 2), -0.98, 0.98)
@@ -1342,6 +1365,24 @@ def _rollout_torch(s0, ctrl, c: RoadConfig):
     for t in range(ctrl.shape[-2]):
         out.append(_bicycle_step(out[-1], ctrl[..., t, :], c.dt, c.wheelbase))
     return torch.stack(out, -2)  # (..., T+1, 4)
+
+
+def _rollout_torch_scan(s0, ctrl, c: RoadConfig):
+    """:func:`_rollout_torch` by prefix sums instead of a loop over steps (same model, equal to
+    rounding; differentiable). The speed floor :math:`v' = \\max(v + a\\Delta t, 0)` is Lindley's
+    recursion, solved by :math:`v_n = S_n + \\max(v_0, \\max_{k \\le n} -S_k)` with
+    :math:`S_n = \\Delta t \\sum_{i<n} a_i`; heading and position are then cumulative sums."""
+    import torch
+
+    dt, L = float(c.dt), float(c.wheelbase)
+    a, d = ctrl[..., 0], ctrl[..., 1]  # (..., T)
+    zero = torch.zeros_like(a[..., :1])
+    S = torch.cat([zero, torch.cumsum(a * dt, -1)], -1)  # (..., T+1)
+    v = S + torch.maximum(s0[..., 3:4], torch.cummax(-S, -1).values)  # (..., T+1)
+    th = s0[..., 2:3] + torch.cat([zero, torch.cumsum(v[..., :-1] * torch.tan(d) * (dt / L), -1)], -1)
+    x = s0[..., 0:1] + torch.cat([zero, torch.cumsum(v[..., :-1] * torch.cos(th[..., :-1]) * dt, -1)], -1)
+    y = s0[..., 1:2] + torch.cat([zero, torch.cumsum(v[..., :-1] * torch.sin(th[..., :-1]) * dt, -1)], -1)
+    return torch.stack([x, y, th, v], -1)  # (..., T+1, 4)
 
 
 def _road_penalty(traj, c: RoadConfig):
@@ -1526,10 +1567,10 @@ def attack_labels(scenes: SceneBatch, *, iters: int = 60, near_miss: float = 2.0
 
 def evade_ego(scenes: SceneBatch, scene_idx: np.ndarray, adversary: np.ndarray, adv_traj: np.ndarray, *, iters: int = 100,
               lr: float = 0.05, clearance: float = 0.6, track_weight: float = 1.0, lateral_weight: float = 1.0) -> np.ndarray:
-    """Evasion stage (stand-in for CTG's collision-avoidance guidance): with the
-    adversary's attack trajectory fixed, re-optimise the ego's controls so that it keeps
-    a disc clearance of at least ``clearance`` m to every vehicle while staying near its
-    logged path.
+    """Open-loop evasion stage (a sensitivity setting; the causal one is
+    :func:`evade_ego_receding`): with the adversary's whole attack trajectory known in
+    advance, re-optimise all of the ego's controls at once so that it keeps a disc clearance
+    of at least ``clearance`` m to every vehicle while staying near its logged path.
 
     .. math:: \\sum_t \\sum_j 50\\,[\\,\\text{clearance} - c_{tj}]_+^2 + w_{\\text{track}}\\,\\overline{\\|p_t - p^{\\log}_t\\|^2}
               + 10\\,\\text{road} + 0.1\\,\\overline{\\|u\\|^2}
@@ -1595,13 +1636,182 @@ def evade_ego(scenes: SceneBatch, scene_idx: np.ndarray, adversary: np.ndarray, 
         return _rollout_torch(s0, _from_raw(raw, c), c).numpy()
 
 
+def predict_constant_velocity(observed: np.ndarray, steps: int, dt: float = 0.1) -> np.ndarray:
+    """Constant-velocity prediction of vehicles from their last observed state (the causal
+    evasion's stand-in for the scene diffusion model's forecast of the other agents).
+
+    .. math:: \\hat x_{t+j} = x_t + v_t\\cos\\theta_t\\, j\\Delta t,\\quad
+              \\hat y_{t+j} = y_t + v_t\\sin\\theta_t\\, j\\Delta t,\\quad
+              \\hat\\theta_{t+j} = \\theta_t,\\quad \\hat v_{t+j} = v_t
+
+    (the bicycle model with zero acceleration and steering), for :math:`j = 0, \\dots,` ``steps``.
+
+    Parameters
+    ----------
+    observed : ndarray, shape (..., 4)
+        ``[x, y, heading, speed]`` at the current step; nothing later is read.
+    steps : int
+        Prediction length (steps of ``dt``).
+    dt : float
+        Step (s).
+
+    Returns
+    -------
+    ndarray, shape (..., steps + 1, 4)
+        The predicted states; index 0 is ``observed`` itself.
+
+    Raises
+    ------
+    ValueError
+        For a state that does not end in 4, a non-finite state, ``steps < 0`` or a
+        non-positive ``dt``.
+
+    References
+    ----------
+    Schöller et al., *What the constant velocity model can teach us about pedestrian motion
+    prediction*, RA-L 5(2) (2020) — the constant-velocity baseline.
+    Zhou et al., *SafeMVDrive / SMD*, ICML 2026, arXiv:2505.17727; https://github.com/zhoujiawei3/SafeMVDrive
+    (``guided_rollout_second_time``: the ego replans from the observed history and the model's
+    prediction of the others).
+    """
+    obs = np.asarray(observed, dtype=float)
+    if obs.shape[-1:] != (4,):
+        raise ValueError(f"observed must end in 4 ([x, y, heading, speed]); got shape {obs.shape}")
+    if not np.isfinite(obs).all():
+        raise ValueError("observed holds NaN or infinite values; a prediction needs finite states")
+    steps = check_int(steps, "steps", low=0)
+    dt = check_real(dt, "dt", lo=0.0, lo_open=True)
+    return _predict_cv(obs, steps, dt)
+
+
+def _predict_cv(obs: np.ndarray, steps: int, dt: float) -> np.ndarray:
+    tau = np.arange(steps + 1) * dt  # (L+1,)
+    out = np.repeat(obs[..., None, :], steps + 1, -2)  # (..., L+1, 4)
+    out[..., 0] += (obs[..., 3] * np.cos(obs[..., 2]))[..., None] * tau
+    out[..., 1] += (obs[..., 3] * np.sin(obs[..., 2]))[..., None] * tau
+    return out
+
+
+def evade_ego_receding(scenes: SceneBatch, scene_idx: np.ndarray, adversary: np.ndarray, adv_traj: np.ndarray, *,
+                       n_step_action: int = 5, iters: int = 100, replan_iters: int = 20, lr: float = 0.05,
+                       clearance: float = 0.6, track_weight: float = 1.0, lateral_weight: float = 1.0) -> np.ndarray:
+    """Causal, receding-horizon evasion stage (stand-in for the authors' closed-loop second
+    simulation, ``guided_rollout_second_time`` with ``n_step_action = 5``): every
+    ``n_step_action`` steps the ego replans from what it has observed, and executes the first
+    ``n_step_action`` controls of the new plan.
+
+    At a replanning step :math:`t_k = k\\,n` the other vehicles' futures are predicted from
+    their observed states at :math:`t_k` (:func:`predict_constant_velocity`; the adversary's
+    attack beyond :math:`t_k` is never read), and the ego's remaining controls
+    :math:`u_{t_k:T}` minimise, by Adam through the bicycle dynamics from the ego's actual state,
+
+    .. math:: \\sum_{t > t_k} \\sum_j 50\\,[\\,\\text{clearance} - \\hat c_{tj}]_+^2
+              + w_{\\text{track}}\\,\\overline{\\|p_t - p^{\\log}_t\\|^2} + 10\\,\\text{road}
+              + 0.1\\,\\overline{\\|u\\|^2}
+
+    (the loss of :func:`evade_ego` with predicted instead of true clearances :math:`\\hat c`).
+    The first plan takes ``iters`` steps from the logged controls, each replan ``replan_iters``
+    steps warm-started from the previous plan. The others move as they actually do (log,
+    attack) whatever the ego does, as the authors' second simulation replays the first one's
+    trajectories for every agent but the ego.
+
+    Parameters
+    ----------
+    scenes : SceneBatch
+    scene_idx, adversary : ndarray of int, shape (B,)
+    adv_traj : ndarray, shape (B, T+1, 4)
+        The adversary's actual (attack) trajectory, revealed to the ego one step at a time.
+    n_step_action : int
+        Steps executed between replans (5 = 0.5 s, the authors' setting).
+    iters, replan_iters : int
+        Adam steps of the first plan and of each replan.
+    lr, clearance, track_weight, lateral_weight : float
+        As in :func:`evade_ego`.
+
+    Returns
+    -------
+    ndarray, shape (B, T+1, 4)
+        The ego's executed trajectory; its state at step :math:`s` depends on the other
+        vehicles only through their states at steps :math:`\\le n\\lfloor (s-1)/n \\rfloor`.
+
+    Raises
+    ------
+    ValueError
+        For a bad ``adv_traj`` shape, bad pairs, non-positive ``n_step_action``, ``iters`` or
+        ``replan_iters``, or negative weights.
+
+    References
+    ----------
+    Zhou et al., *SafeMVDrive / SMD*, ICML 2026, arXiv:2505.17727; https://github.com/zhoujiawei3/SafeMVDrive
+    (``tbsim/utils/scene_edit_utils.py::guided_rollout_second_time``, ``scene_edit_config.py``:
+    ``n_step_action = 5``, ``ego_escape_loss``).
+    Zhong et al., CTG, ICRA 2023.
+    """
+    import torch
+
+    b = _check_batch(scenes)
+    si, adv = _check_pairs(b, scene_idx, adversary)
+    at = np.asarray(adv_traj, dtype=float)
+    if at.shape != (len(si), b.horizon + 1, 4):
+        raise ValueError(f"adv_traj must have shape {(len(si), b.horizon + 1, 4)}; got {at.shape}")
+    n_step_action = check_int(n_step_action, "n_step_action")
+    iters = check_int(iters, "iters")
+    replan_iters = check_int(replan_iters, "replan_iters")
+    lr = check_real(lr, "lr", lo=0.0, lo_open=True)
+    clearance = check_real(clearance, "clearance", lo=0.0)
+    track_weight = check_real(track_weight, "track_weight", lo=0.0)
+    lateral_weight = check_real(lateral_weight, "lateral_weight", lo=0.0)
+    c = b.config
+    T = b.horizon
+    others = b.states[si].copy()  # (B, T+1, N, 4): what the other vehicles actually do
+    others[np.arange(len(si)), :, adv] = at
+    m = b.present[si].copy()
+    m[:, 0] = False
+    mask = torch.as_tensor(m, dtype=torch.float64)
+    log = torch.as_tensor(b.states[si, :, 0])  # (B, T+1, 4)
+    plan = _to_raw(b.controls[si, :, 0], c)  # (B, T, 2), raw (pre-tanh) controls
+    ego = np.empty((len(si), T + 1, 4))
+    ego[:, 0] = b.states[si, 0, 0]
+    lo, hi = c.accel_bounds
+    for k0 in range(0, T, n_step_action):
+        L = T - k0
+        pred = torch.as_tensor(_predict_cv(others[:, k0], L, c.dt).transpose(0, 2, 1, 3))  # (B, L+1, N, 4)
+        pred_discs = _disc_centres(pred[:, 1:], c)  # (B, L, N, 3, 2): the prediction is fixed while planning
+        s0 = torch.as_tensor(ego[:, k0])
+        raw = torch.tensor(plan[:, k0:], requires_grad=True)  # (B, L, 2)
+        opt = torch.optim.Adam([raw], lr=lr)
+        for _ in range(iters if k0 == 0 else replan_iters):
+            ctrl = _from_raw(raw, c)
+            tr = _rollout_torch_scan(s0, ctrl, c)  # (B, L+1, 4)
+            clr = _disc_clearance_to(tr[:, 1:], pred_discs, c)  # (B, L, N), future steps only
+            viol = (torch.relu(clearance - clr) ** 2 * mask[:, None]).sum((1, 2))
+            track = ((tr[..., 0] - log[:, k0:, 0]) ** 2 + lateral_weight * (tr[..., 1] - log[:, k0:, 1]) ** 2).mean(-1)
+            effort = ((ctrl[..., 0] / max(-lo, hi)) ** 2 + (ctrl[..., 1] / c.steer_max) ** 2).mean(-1)
+            loss = (50 * viol + track_weight * track + 10 * _road_penalty(tr, c) + 0.1 * effort).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        plan[:, k0:] = raw.detach().numpy()
+        with torch.no_grad():
+            done = _rollout_torch_scan(s0, _from_raw(torch.as_tensor(plan[:, k0:k0 + n_step_action]), c), c).numpy()
+        ego[:, k0 + 1:k0 + n_step_action + 1] = done[:, 1:]
+    return ego
+
+
 def make_scenarios(scenes: SceneBatch, choice: np.ndarray, attack_trajs: np.ndarray | None = None, *,
                    band: tuple[float, float] = (0.5, 3.0), iters: int = 100, track_weight: float = 1.0,
-                   attack_iters: int = 60, lateral_weight: float = 1.0) -> tuple[SceneBatch, dict[str, np.ndarray]]:
+                   attack_iters: int = 60, lateral_weight: float = 1.0, evasion: str = "receding",
+                   n_step_action: int = 5, replan_iters: int = 20) -> tuple[SceneBatch, dict[str, np.ndarray]]:
     """Two-stage generation for the chosen adversaries: keep the collision-stage
-    trajectory of the chosen vehicle, re-simulate the ego into an evasion (:func:`evade_ego`)
-    and keep the scene only if the ego–adversary minimum box distance lies in ``band``
-    (a near miss) and the ego touches nobody.
+    trajectory of the chosen vehicle, re-simulate the ego into an evasion and keep the scene
+    only if the ego–adversary minimum box distance lies in ``band`` (a near miss) and the
+    ego touches nobody.
+
+    The evasion is causal by default (``evasion="receding"``, :func:`evade_ego_receding`:
+    the ego replans every ``n_step_action`` steps from what it has observed, as the authors'
+    closed-loop second simulation does); ``evasion="open_loop"`` optimises the ego's whole
+    trajectory knowing the adversary's entire attack (:func:`evade_ego`, kept as a
+    sensitivity setting).
 
     Parameters
     ----------
@@ -1611,6 +1821,11 @@ def make_scenarios(scenes: SceneBatch, choice: np.ndarray, attack_trajs: np.ndar
     attack_trajs : ndarray, shape (S, N, T+1, 4), optional
         From :func:`attack_labels`; when ``None`` only the chosen vehicles are attacked
         here (:func:`attack_adversary` with ``attack_iters``), as the paper's pipeline does.
+    evasion : {"receding", "open_loop"}
+        Which evasion stage to run.
+    n_step_action, replan_iters : int
+        Replanning period and Adam steps per replan of the receding evasion (``iters`` is
+        the first plan's).
 
     Returns
     -------
@@ -1631,6 +1846,8 @@ def make_scenarios(scenes: SceneBatch, choice: np.ndarray, attack_trajs: np.ndar
     lo, hi = (check_real(z, "band", lo=0.0) for z in band)
     if lo >= hi:
         raise ValueError(f"band={band!r} must be (low, high) with low < high")
+    if evasion not in ("receding", "open_loop"):
+        raise ValueError(f"evasion={evasion!r}; allowed: 'receding' (causal, the default) or 'open_loop'")
     att = np.flatnonzero(ch > 0)
     if attack_trajs is None:
         tr = b.states.transpose(0, 2, 1, 3).copy()
@@ -1647,7 +1864,11 @@ def make_scenarios(scenes: SceneBatch, choice: np.ndarray, attack_trajs: np.ndar
         return b.subset(att), empty
     adv = ch[att]
     at = tr[att, adv]
-    ego = evade_ego(b, att, adv, at, iters=iters, track_weight=track_weight, lateral_weight=lateral_weight)
+    if evasion == "receding":
+        ego = evade_ego_receding(b, att, adv, at, n_step_action=n_step_action, iters=iters, replan_iters=replan_iters,
+                                 track_weight=track_weight, lateral_weight=lateral_weight)
+    else:
+        ego = evade_ego(b, att, adv, at, iters=iters, track_weight=track_weight, lateral_weight=lateral_weight)
     states = b.states[att].copy()
     states[np.arange(len(att)), :, adv] = at
     states[:, :, 0] = ego
