@@ -672,62 +672,84 @@ def _occupies(y: np.ndarray, c: RoadConfig) -> np.ndarray:
 
 
 def _steer_to(y_target: np.ndarray, y: np.ndarray, th: np.ndarray, v: np.ndarray, c: RoadConfig) -> np.ndarray:
-    th_d = np.clip(0.1 * (y_target - y), -0.1, 0.1)
+    # np.minimum(np.maximum(.)) is np.clip without its per-call overhead (the simulator calls this every step)
+    th_d = np.minimum(np.maximum(0.1 * (y_target - y), -0.1), 0.1)
     omega = 2.0 * (th_d - th)
-    return np.clip(np.arctan(omega * c.wheelbase / np.maximum(v, 1.0)), -c.steer_max, c.steer_max)
+    return np.minimum(np.maximum(np.arctan(omega * c.wheelbase / np.maximum(v, 1.0)), -c.steer_max), c.steer_max)
+
+
+def _idm(v: np.ndarray, v_lead: np.ndarray, gap: np.ndarray, v0: np.ndarray, c: RoadConfig) -> np.ndarray:
+    """The IDM formula of :func:`_idm_accel` without conversions or checks (the simulator's inner
+    loop, where gaps are floored at 0.1 m and desired speeds were checked once)."""
+    s_star = np.maximum(c.s0 + v * c.headway + v * (v - v_lead) / (2.0 * np.sqrt(c.a_max * c.b_comf)), c.s0)
+    inf = np.isinf(gap)
+    inter = np.where(inf, 0.0, (s_star / np.where(inf, 1.0, gap)) ** 2)  # gap >= 0.1 or inf: no invalid division
+    return c.a_max * (1.0 - (np.maximum(v, 0.0) / v0) ** c.delta - inter)
+
+
+def _traffic_context(present: np.ndarray, c: RoadConfig) -> dict[str, Any]:
+    """What :func:`_traffic_controls` needs every step but depends only on who is present."""
+    S, N = present.shape
+    return {"other": ~np.eye(N, dtype=bool)[None] & present[:, None, :], "present_l": present[..., None],
+            "si": np.arange(S)[:, None, None], "ni": np.arange(N)[None, :, None], "s2": np.arange(S)[:, None], "n2": np.arange(N)[None, :],
+            "lanes": np.arange(c.n_lanes)[None, None, :], "centres": c.lane_centres()}
 
 
 def _traffic_controls(st: np.ndarray, present: np.ndarray, v0: np.ndarray, target: np.ndarray, decide: bool,
-                      c: RoadConfig) -> tuple[np.ndarray, np.ndarray]:
-    """Vectorised IDM + MOBIL controls for every vehicle of every scene. Shapes (S, N)."""
+                      c: RoadConfig, ctx: dict[str, Any] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorised IDM + MOBIL controls for every vehicle of every scene. Shapes (S, N).
+
+    ``ctx`` (:func:`_traffic_context`) may be passed in to save rebuilding it every step."""
+    ctx = _traffic_context(present, c) if ctx is None else ctx
     x, y, th, v = st[..., 0], st[..., 1], st[..., 2], st[..., 3]
     S, N = x.shape
     L = c.n_lanes
-    occ = _occupies(y, c) & present[..., None]  # (S, N, L)
+    centres = ctx["centres"]
+    occ = (np.abs(y[..., None] - centres) < (c.lane_width + c.width) / 2 - 0.05) & ctx["present_l"]  # (S, N, L)
     dx = x[:, None, :] - x[:, :, None]  # (S, i, j) = x_j - x_i
-    other = ~np.eye(N, dtype=bool)[None] & present[:, None, :]
-    ahead = (dx > 0) & other
-    behind = (dx < 0) & other
+    other = ctx["other"]
     # leader and follower of i in each lane l
     lane_ok = occ[:, None, :, :]  # (S, 1, j, L)
-    d_ahead = np.where(ahead[..., None] & lane_ok, dx[..., None], np.inf)  # (S, i, j, L)
-    jl = np.argmin(d_ahead, axis=2)  # (S, i, L)
-    gap_l = np.take_along_axis(d_ahead, jl[:, :, None, :], 2)[:, :, 0, :] - c.length  # (S, i, L)
-    vl = np.take_along_axis(np.broadcast_to(v[:, None, :, None], d_ahead.shape), jl[:, :, None, :], 2)[:, :, 0, :]
-    d_behind = np.where(behind[..., None] & lane_ok, -dx[..., None], np.inf)
-    jf = np.argmin(d_behind, axis=2)
-    gap_f = np.take_along_axis(d_behind, jf[:, :, None, :], 2)[:, :, 0, :] - c.length
-    vf = np.take_along_axis(np.broadcast_to(v[:, None, :, None], d_behind.shape), jf[:, :, None, :], 2)[:, :, 0, :]
+    d_ahead = np.where(((dx > 0) & other)[..., None] & lane_ok, dx[..., None], np.inf)  # (S, i, j, L)
+    si, ni, li = ctx["si"], ctx["ni"], ctx["lanes"]
+    jl = d_ahead.argmin(2)  # (S, i, L): the nearest leader in each lane
+    gap_l = d_ahead[si, ni, jl, li] - c.length  # its gap
+    vl = v[si, jl]  # and its speed
     # current leader: nearest over the lanes the vehicle occupies or targets
-    mine = occ | (np.arange(L)[None, None, :] == target[..., None])
+    mine = occ | (ctx["lanes"] == target[..., None])
     g_cur = np.where(mine, gap_l, np.inf)
-    lc = np.argmin(g_cur, axis=-1)
-    gap_cur = np.take_along_axis(g_cur, lc[..., None], -1)[..., 0]
-    v_cur = np.take_along_axis(vl, lc[..., None], -1)[..., 0]
-    a_cur = _idm_accel(v, v_cur, np.maximum(gap_cur, 0.1), v0, c)
+    lc = np.argmin(g_cur, axis=-1)  # (S, N)
+    s2, n2 = ctx["s2"], ctx["n2"]
+    gap_cur = g_cur[s2, n2, lc]
+    v_cur = vl[s2, n2, lc]
+    a_cur = _idm(v, v_cur, np.maximum(gap_cur, 0.1), v0, c)
     new_target = target.copy()
-    if decide:
+    if decide:  # followers are needed only for lane-change decisions
+        d_behind = np.where(((dx < 0) & other)[..., None] & lane_ok, -dx[..., None], np.inf)
+        jf = d_behind.argmin(2)
+        gap_f = d_behind[si, ni, jf, li] - c.length
+        vf = v[si, jf]
         lane = _lane_of(y, c)
-        settled = np.abs(y - c.lane_centres()[target]) < 0.2
+        settled = np.abs(y - centres[target]) < 0.2
         best_gain = np.full((S, N), c.lc_threshold)
         for dl in (-1, 1):
             ln = lane + dl
             valid = (ln >= 0) & (ln < L) & settled & present
             lnc = np.clip(ln, 0, L - 1)
-            g_n = np.take_along_axis(gap_l, lnc[..., None], -1)[..., 0]
-            v_n = np.take_along_axis(vl, lnc[..., None], -1)[..., 0]
-            gf_n = np.take_along_axis(gap_f, lnc[..., None], -1)[..., 0]
-            vf_n = np.take_along_axis(vf, lnc[..., None], -1)[..., 0]
-            a_new = _idm_accel(v, v_n, np.maximum(g_n, 0.1), v0, c)
-            a_fol = _idm_accel(vf_n, v, np.maximum(gf_n, 0.1), np.full_like(v, 30.0), c)
+            g_n = gap_l[s2, n2, lnc]
+            v_n = vl[s2, n2, lnc]
+            gf_n = gap_f[s2, n2, lnc]
+            vf_n = vf[s2, n2, lnc]
+            a_new = _idm(v, v_n, np.maximum(g_n, 0.1), v0, c)
+            a_fol = _idm(vf_n, v, np.maximum(gf_n, 0.1), np.full_like(v, 30.0), c)
             safe = (g_n > 2.0) & (gf_n > 2.0) & (a_fol > -c.b_safe)
             gain = a_new - a_cur
             take = valid & safe & (gain > best_gain)
             new_target = np.where(take, lnc, new_target)
             best_gain = np.where(take, gain, best_gain)
     lo, hi = c.accel_bounds
-    acc = np.clip(a_cur, lo, hi)
-    steer = _steer_to(c.lane_centres()[new_target], y, th, v, c)
+    acc = np.minimum(np.maximum(a_cur, lo), hi)  # = np.clip, without its call overhead
+    steer = _steer_to(centres[new_target], y, th, v, c)
     ctrl = np.stack([acc, steer], -1) * present[..., None]
     return ctrl, new_target
 
@@ -776,8 +798,9 @@ def rollout_traffic(states0: np.ndarray, present: np.ndarray, v0: np.ndarray, ho
     controls = np.zeros((s0.shape[0], horizon) + s0.shape[1:2] + (2,))
     states[:, 0] = s0
     target = _lane_of(s0[..., 1], c)
+    ctx = _traffic_context(pr, c)
     for t in range(horizon):
-        ctrl, target = _traffic_controls(states[:, t], pr, v0, target, t % c.lc_every == 0, c)
+        ctrl, target = _traffic_controls(states[:, t], pr, v0, target, t % c.lc_every == 0, c, ctx)
         controls[:, t] = ctrl
         nxt = _bicycle_step(states[:, t], ctrl, c.dt, c.wheelbase)
         states[:, t + 1] = np.where(pr[..., None], nxt, states[:, t])
