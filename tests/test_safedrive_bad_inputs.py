@@ -298,22 +298,6 @@ def test_grpo_loss_rejects_nan_rewards_and_positive_log_probs():
     assert torch.isfinite(sd.grpo_loss(torch.zeros(2, 3), z, z, torch.rand(2, 3)))
 
 
-@covers("safedrive.evade_ego_receding", "safedrive.predict_constant_velocity")
-def test_receding_evasion_and_prediction_bad_input(scenes):
-    one, adv = np.array([0]), np.array([1])
-    at = scenes.states[:1, :, 1]
-    rejects(sd.evade_ego_receding, scenes, one, adv, np.zeros((1, 5, 4)), match="adv_traj")
-    rejects(sd.evade_ego_receding, scenes, one, np.array([0]), at, match="slot >= 1")
-    rejects(sd.evade_ego_receding, scenes, one, adv, at, n_step_action=0, match="n_step_action")
-    rejects(sd.evade_ego_receding, scenes, one, adv, at, replan_iters=0, match="replan_iters")
-    rejects(sd.evade_ego_receding, scenes, one, adv, at, track_weight=-1.0, match="track_weight")
-    rejects(sd.evade_ego_receding, "scenes", one, adv, at, match="SceneBatch")
-    rejects(sd.predict_constant_velocity, np.zeros((2, 3)), 5, match="end in 4")
-    rejects(sd.predict_constant_velocity, np.full((2, 4), np.nan), 5, match="NaN")
-    rejects(sd.predict_constant_velocity, np.zeros((2, 4)), -1, match="steps")
-    rejects(sd.predict_constant_velocity, np.zeros((2, 4)), 5, dt=0.0, match="dt")
-
-
 @covers("safedrive.graded_rewards")
 def test_graded_rewards_reject_a_bad_horizon_and_nan_distances():
     d, t, f, off = np.array([1.0, 3.0]), np.array([2, 41]), np.array([41, 41]), np.zeros(2, bool)
