@@ -431,3 +431,41 @@ def test_concat_scenes_and_batched_attacks_do_not_interact():
     ra, _ = sd.attack_labels(a, iters=4)
     rab, _ = sd.attack_labels(ab, iters=4)
     assert np.array_equal(rab[:2], ra)  # each scene's attack is optimised independently of the batch
+
+
+# ----------------------------------------------------------------------------- the chapter's experiment
+
+
+def test_binary_labels_follow_the_authors_dict():
+    g = np.array([[0.0, 1.0, 0.5, 0.0], [1.0, 0.5, 0.0, 0.5], [0.0, 1.0, 1.0, 0.0]])
+    lab = sd.binary_labels(g)
+    assert lab.tolist() == [[0, 1, 0, 0], [1, 0, 0, 0], [0, 1, 1, 0]]  # a near miss earns nothing; "no vehicle" iff none collides
+
+
+def test_collision_rates_count_samples_and_scenes():
+    y = C.lane_centres()[1]
+    s0 = np.array([[[0.0, y, 0.0, 12.0], [15.0, y, 0.0, 12.0]], [[0.0, y, 0.0, 12.0], [15.0, y, 0.0, 12.0]]])
+    b = sd.rollout_traffic(s0, np.ones((2, 2), bool), np.full((2, 2), 12.0), 40)
+    b.states[1, :, 1, 0] = b.states[1, 0, 1, 0]  # in scene 1 the car ahead stands still
+    samp, scene = sd.collision_rates(KeepLane(), b, np.array([5, 10]))
+    hits = sd.plan_collisions(KeepLane(), b, np.array([[5, 10], [5, 10]]))
+    assert hits[1].all() and not hits[0].any()
+    assert (samp, scene) == (0.5, 0.5)
+    assert all(np.isnan(sd.collision_rates(KeepLane(), b.subset(np.array([], int)), np.array([5]))))
+
+
+TINY = dict(horizon=30, n_train=4, n_sel=8, n_test=6, n_gen=4, attack_iters=25, near_miss=2.0, grpo_iters=4, group=4,
+            beta=0.01, clip_eps=0.2, band=(0.5, 3.0), evade_iters=10, replan_iters=3, n_step_action=5, bc_epochs=2,
+            ft_epochs=1)
+
+
+def test_run_replicate_figures_are_consistent():
+    kw = dict(baseline=KeepLane(), train_frames=np.arange(5, 10), eval_frames=np.array([5]))
+    out, tim = sd.run_replicate(3, TINY, **kw)
+    for m in ("GRPO", "closest", "random", "GRPO (graded labels)"):
+        assert out[f"success {m}"] <= out["success oracle"]  # nobody beats the best label
+    for k in ("benign", "generated", "generated, fine-tuned", "generated, open loop", "benign, keep-lane"):
+        assert all(np.isnan(v) or 0 <= v <= 1 for v in out[k]), k
+    assert out["seed"] == 3 and set(tim) >= {"evasion stage", "open-loop sensitivity"}
+    assert 0 <= out["kept"] <= 1 and 0 <= out["kept, open loop"] <= 1
+    assert out["n generated train"] > 0 and len(out["min_dist"]) == round(6 * (1 - out["no vehicle chosen"]))

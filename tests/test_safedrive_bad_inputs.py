@@ -193,6 +193,16 @@ def test_receding_evasion_and_prediction_bad_input(scenes):
     rejects(sd.predict_constant_velocity, np.zeros((2, 4)), 5, dt=0.0, match="dt")
 
 
+@covers("safedrive.binary_labels", "safedrive.collision_rates", "safedrive.run_replicate")
+def test_experiment_helpers_bad_input(scenes):
+    rejects(sd.binary_labels, np.zeros(4), match="shape")
+    rejects(sd.binary_labels, np.zeros((3, 1)), match="slots >= 2")
+    rejects(sd.collision_rates, object(), scenes, np.array([[5]]), match="1-D")
+    rejects(sd.collision_rates, object(), "scenes", np.array([5]), match="SceneBatch")
+    with pytest.raises(KeyError, match="n_train"):
+        sd.run_replicate(0, {"horizon": 20}, baseline=None, train_frames=np.arange(5), eval_frames=np.array([5]))
+
+
 @covers("safedrive.graded_rewards")
 def test_graded_rewards_bad_input():
     rejects(sd.graded_rewards, np.zeros(2), np.zeros(3), np.zeros(2), np.zeros(2, bool), 40, match="one length")
