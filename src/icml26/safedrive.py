@@ -758,7 +758,9 @@ def _traffic_controls(st: np.ndarray, present: np.ndarray, v0: np.ndarray, targe
 def rollout_traffic(states0: np.ndarray, present: np.ndarray, v0: np.ndarray, horizon: int,
                     config: RoadConfig | None = None) -> SceneBatch:
     """Simulate benign traffic: every vehicle (the ego too) is an IDM + MOBIL driver on a
-    kinematic bicycle, vectorised over scenes and agents.
+    kinematic bicycle, vectorised over scenes and agents (a single scene runs through the
+    per-agent loop of :func:`rollout_traffic_loop`, which is faster there and agrees to
+    rounding).
 
     Lane changes (MOBIL without politeness): every ``lc_every`` steps a settled vehicle
     moves to an adjacent lane when its IDM acceleration there exceeds the current one by
@@ -795,6 +797,10 @@ def rollout_traffic(states0: np.ndarray, present: np.ndarray, v0: np.ndarray, ho
     if v0.shape != pr.shape or np.any(~np.isfinite(v0)) or np.any(v0 <= 0):
         raise ValueError(f"v0 must be a finite positive array of shape {pr.shape}")
     check_no_overlap(s0, pr, c)
+    if s0.shape[0] == 1:
+        # one scene: NumPy's fixed cost per call (about 80 array calls a step on at most nine
+        # vehicles) exceeds the scalar loop's arithmetic, so the loop is the right tool here
+        return _rollout_traffic_loop(s0, pr, v0, horizon, c)
     states = np.zeros((s0.shape[0], horizon + 1) + s0.shape[1:])
     controls = np.zeros((s0.shape[0], horizon) + s0.shape[1:2] + (2,))
     states[:, 0] = s0
@@ -842,13 +848,18 @@ def rollout_traffic_loop(states0: np.ndarray, present: np.ndarray, v0: np.ndarra
     Treiber, Hennecke & Helbing, Phys. Rev. E 62:1805 (2000) — IDM.
     Kesting, Treiber & Helbing, *MOBIL*, Transp. Res. Rec. 1999 (2007).
     """
-    import math
-
     c = _check_config(config)
     s0, pr = _check_initial(states0, present)
     horizon = check_int(horizon, "horizon")
     v0 = np.asarray(v0, dtype=float)
     check_no_overlap(s0, pr, c)
+    return _rollout_traffic_loop(s0, pr, v0, horizon, c)
+
+
+def _rollout_traffic_loop(s0: np.ndarray, pr: np.ndarray, v0: np.ndarray, horizon: int, c: RoadConfig) -> SceneBatch:
+    """:func:`rollout_traffic_loop` after its input checks."""
+    import math
+
     S, N, _ = s0.shape
     L = c.n_lanes
     centres = [(k + 0.5) * c.lane_width for k in range(L)]
