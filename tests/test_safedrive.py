@@ -300,6 +300,77 @@ def test_make_scenarios_keeps_only_the_near_miss_band():
     assert gen2.n_scenes == gen.n_scenes > 0 and np.allclose(gen2.states, gen.states, atol=1e-6)
 
 
+def _stopped_car_ahead_after(b, adv_traj, t, gap=8.0):
+    """The adversary's trajectory with its future after step ``t`` replaced by a car standing
+    ``gap`` m ahead of the ego's logged position at ``t + 1``, in the ego's lane."""
+    out = adv_traj.copy()
+    ego = b.states[:, t + 1, 0]
+    out[:, t + 1:] = np.stack([ego[:, 0] + gap, ego[:, 1], np.zeros(len(ego)), np.zeros(len(ego))], -1)[:, None]
+    return out
+
+
+def test_receding_evasion_uses_nothing_after_the_replanning_step():
+    """Causality: perturb the adversary's future after step t; the ego's executed trajectory up
+    to the next replanning step is bit-identical, and changes afterwards (it does react).
+    The open-loop evasion, which sees the whole attack, changes before t (the test can tell)."""
+    b = sd.benign_scenes(3, 30, random_state=7)
+    idx = np.arange(3)
+    adv = sd.select_closest(b)
+    at = b.states[idx, :, adv]  # the adversary's logged path as its "attack"
+    t, n = 12, 5
+    pert = _stopped_car_ahead_after(b, at, t)
+    kw = dict(n_step_action=n, iters=15, replan_iters=8)
+    e0 = sd.evade_ego_receding(b, idx, adv, at, **kw)
+    e1 = sd.evade_ego_receding(b, idx, adv, pert, **kw)
+    nxt = (t // n + 1) * n  # controls up to here were planned at steps <= t
+    assert np.array_equal(e0[:, : t + 1], e1[:, : t + 1])
+    assert np.array_equal(e0[:, : nxt + 1], e1[:, : nxt + 1])
+    assert np.abs(e0[:, nxt + 1:] - e1[:, nxt + 1:]).reshape(3, -1).max(1).min() > 1e-3  # every scene reacts to it
+    o0 = sd.evade_ego(b, idx, adv, at, iters=15)
+    o1 = sd.evade_ego(b, idx, adv, pert, iters=15)
+    assert np.abs(o0[:, : t + 1] - o1[:, : t + 1]).max() > 1e-3  # open loop: the future leaks into the past
+
+
+def test_receding_evasion_brakes_for_a_car_that_stops_ahead():
+    """Single lane, a leader that brakes hard at t = 1 s: the causal ego (which only sees it slow
+    down) ends further from it than its logged path, which ignores the braking, would."""
+    cfg = sd.RoadConfig(n_lanes=1)
+    y = cfg.lane_centres()[0]
+    s0 = np.array([[[0.0, y, 0.0, 12.0], [25.0, y, 0.0, 12.0]]])
+    b = sd.rollout_traffic(s0, np.ones((1, 2), bool), np.array([[12.0, 12.0]]), 40, cfg)
+    lead = b.states[0, :, 1].copy()
+    for k in range(10, 40):  # brake at 6 m/s^2 from step 10
+        lead[k + 1] = sd.bicycle_step(lead[k], np.array([-6.0, 0.0]), cfg.dt, cfg.wheelbase)
+    ego = sd.evade_ego_receding(b, np.array([0]), np.array([1]), lead[None], iters=40, replan_iters=20)[0]
+    gap = lambda e: (lead[:, 0] - e[:, 0]).min()  # noqa: E731
+    assert gap(ego) > gap(b.states[0, :, 0]) + 1.0
+    assert np.array_equal(ego[:11], sd.evade_ego_receding(b, np.array([0]), np.array([1]), b.states[:, :, 1], iters=40,
+                                                           replan_iters=20)[0, :11])  # nothing seen before step 10
+
+
+def test_constant_velocity_prediction_is_the_bicycle_with_zero_controls():
+    obs = np.array([[3.0, 1.0, 0.2, 10.0], [0.0, 5.0, -0.1, 0.0]])
+    pred = sd.predict_constant_velocity(obs, 6, 0.1)
+    assert pred.shape == (2, 7, 4)
+    s = obs.copy()
+    for j in range(1, 7):
+        s = sd.bicycle_step(s, np.zeros((2, 2)), 0.1, 2.7)
+        assert np.allclose(pred[:, j], s, atol=1e-12)
+    assert np.allclose(pred[0, 6, :2], [3.0 + 6 * math.cos(0.2), 1.0 + 6 * math.sin(0.2)])
+
+
+def test_scan_rollout_equals_the_step_loop_with_the_speed_floor():
+    rng = np.random.default_rng(1)
+    s0 = torch.tensor(np.c_[rng.normal(size=(30, 3)), np.abs(rng.normal(size=30)) * 3])
+    u = torch.tensor(np.stack([rng.uniform(-6, 3, (30, 25)), rng.uniform(-0.4, 0.4, (30, 25))], -1), requires_grad=True)
+    a, b = sd._rollout_torch(s0, u, C), sd._rollout_torch_scan(s0, u, C)
+    assert (a[..., 3] == 0).float().mean() > 0.1  # the floor is hit often
+    assert torch.allclose(a, b, atol=1e-11, rtol=0)
+    ga, = torch.autograd.grad(a.sum(), u)
+    gb, = torch.autograd.grad(b.sum(), u)
+    assert torch.allclose(ga, gb, atol=1e-10, rtol=0)
+
+
 # ----------------------------------------------------------------------------- planner and plug-ins
 
 
@@ -360,3 +431,41 @@ def test_concat_scenes_and_batched_attacks_do_not_interact():
     ra, _ = sd.attack_labels(a, iters=4)
     rab, _ = sd.attack_labels(ab, iters=4)
     assert np.array_equal(rab[:2], ra)  # each scene's attack is optimised independently of the batch
+
+
+# ----------------------------------------------------------------------------- the chapter's experiment
+
+
+def test_binary_labels_follow_the_authors_dict():
+    g = np.array([[0.0, 1.0, 0.5, 0.0], [1.0, 0.5, 0.0, 0.5], [0.0, 1.0, 1.0, 0.0]])
+    lab = sd.binary_labels(g)
+    assert lab.tolist() == [[0, 1, 0, 0], [1, 0, 0, 0], [0, 1, 1, 0]]  # a near miss earns nothing; "no vehicle" iff none collides
+
+
+def test_collision_rates_count_samples_and_scenes():
+    y = C.lane_centres()[1]
+    s0 = np.array([[[0.0, y, 0.0, 12.0], [15.0, y, 0.0, 12.0]], [[0.0, y, 0.0, 12.0], [15.0, y, 0.0, 12.0]]])
+    b = sd.rollout_traffic(s0, np.ones((2, 2), bool), np.full((2, 2), 12.0), 40)
+    b.states[1, :, 1, 0] = b.states[1, 0, 1, 0]  # in scene 1 the car ahead stands still
+    samp, scene = sd.collision_rates(KeepLane(), b, np.array([5, 10]))
+    hits = sd.plan_collisions(KeepLane(), b, np.array([[5, 10], [5, 10]]))
+    assert hits[1].all() and not hits[0].any()
+    assert (samp, scene) == (0.5, 0.5)
+    assert all(np.isnan(sd.collision_rates(KeepLane(), b.subset(np.array([], int)), np.array([5]))))
+
+
+TINY = dict(horizon=30, n_train=4, n_sel=8, n_test=6, n_gen=4, attack_iters=25, near_miss=2.0, grpo_iters=4, group=4,
+            beta=0.01, clip_eps=0.2, band=(0.5, 3.0), evade_iters=10, replan_iters=3, n_step_action=5, bc_epochs=2,
+            ft_epochs=1)
+
+
+def test_run_replicate_figures_are_consistent():
+    kw = dict(baseline=KeepLane(), train_frames=np.arange(5, 10), eval_frames=np.array([5]))
+    out, tim = sd.run_replicate(3, TINY, **kw)
+    for m in ("GRPO", "closest", "random", "GRPO (graded labels)"):
+        assert out[f"success {m}"] <= out["success oracle"]  # nobody beats the best label
+    for k in ("benign", "generated", "generated, fine-tuned", "generated, open loop", "benign, keep-lane"):
+        assert all(np.isnan(v) or 0 <= v <= 1 for v in out[k]), k
+    assert out["seed"] == 3 and set(tim) >= {"evasion stage", "open-loop sensitivity"}
+    assert 0 <= out["kept"] <= 1 and 0 <= out["kept, open loop"] <= 1
+    assert out["n generated train"] > 0 and len(out["min_dist"]) == round(6 * (1 - out["no vehicle chosen"]))

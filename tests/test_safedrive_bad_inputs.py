@@ -177,6 +177,32 @@ def test_attack_and_evasion_bad_slots(scenes):
     rejects(sd.attack_labels, scenes, near_miss=0.0, iters=1, match="near_miss")
 
 
+@covers("safedrive.evade_ego_receding", "safedrive.predict_constant_velocity")
+def test_receding_evasion_and_prediction_bad_input(scenes):
+    one, adv = np.array([0]), np.array([1])
+    at = scenes.states[:1, :, 1]
+    rejects(sd.evade_ego_receding, scenes, one, adv, np.zeros((1, 5, 4)), match="adv_traj")
+    rejects(sd.evade_ego_receding, scenes, one, np.array([0]), at, match="slot >= 1")
+    rejects(sd.evade_ego_receding, scenes, one, adv, at, n_step_action=0, match="n_step_action")
+    rejects(sd.evade_ego_receding, scenes, one, adv, at, replan_iters=0, match="replan_iters")
+    rejects(sd.evade_ego_receding, scenes, one, adv, at, track_weight=-1.0, match="track_weight")
+    rejects(sd.evade_ego_receding, "scenes", one, adv, at, match="SceneBatch")
+    rejects(sd.predict_constant_velocity, np.zeros((2, 3)), 5, match="end in 4")
+    rejects(sd.predict_constant_velocity, np.full((2, 4), np.nan), 5, match="NaN")
+    rejects(sd.predict_constant_velocity, np.zeros((2, 4)), -1, match="steps")
+    rejects(sd.predict_constant_velocity, np.zeros((2, 4)), 5, dt=0.0, match="dt")
+
+
+@covers("safedrive.binary_labels", "safedrive.collision_rates", "safedrive.run_replicate")
+def test_experiment_helpers_bad_input(scenes):
+    rejects(sd.binary_labels, np.zeros(4), match="shape")
+    rejects(sd.binary_labels, np.zeros((3, 1)), match="slots >= 2")
+    rejects(sd.collision_rates, object(), scenes, np.array([[5]]), match="1-D")
+    rejects(sd.collision_rates, object(), "scenes", np.array([5]), match="SceneBatch")
+    with pytest.raises(KeyError, match="n_train"):
+        sd.run_replicate(0, {"horizon": 20}, baseline=None, train_frames=np.arange(5), eval_frames=np.array([5]))
+
+
 @covers("safedrive.graded_rewards")
 def test_graded_rewards_bad_input():
     rejects(sd.graded_rewards, np.zeros(2), np.zeros(3), np.zeros(2), np.zeros(2, bool), 40, match="one length")
@@ -190,6 +216,7 @@ def test_make_scenarios_bad_input(scenes):
     rejects(sd.make_scenarios, scenes, ch, np.zeros((3, 2, 41, 4)), match="attack_trajs")
     rejects(sd.make_scenarios, scenes, ch, band=(3.0, 1.0), match="band")
     rejects(sd.make_scenarios, scenes, np.array([0, 0, 20]), match="slot")
+    rejects(sd.make_scenarios, scenes, ch, evasion="closed", match="evasion='closed'")
 
 
 @covers("safedrive.candidate_features", "safedrive.select_closest", "safedrive.select_random")

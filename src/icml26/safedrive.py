@@ -15,8 +15,12 @@ Qwen2.5-VL selector trained with GRPO        :class:`SelectorPolicy` scoring can
                                              :func:`train_selector` with :func:`grpo_loss`
 CTG guided diffusion (collision stage)       :func:`attack_adversary`: gradient descent on
                                              the adversary's controls through the dynamics
-CTG guided diffusion (evasion stage)         :func:`evade_ego`: gradient descent on the ego's
-                                             controls, near-miss filter
+CTG guided diffusion (evasion stage)         :func:`evade_ego_receding`: the ego replans every
+                                             0.5 s by gradient descent on its controls from
+                                             what it has observed (constant-velocity
+                                             prediction of the others), near-miss filter;
+                                             :func:`evade_ego`, the open-loop variant that
+                                             knows the whole attack, as a sensitivity setting
 UniAD (end-to-end planner)                   :class:`BCPlanner`, behaviour-cloned on benign
                                              logs, tracked by :func:`track_waypoints`
 ===========================================  ===============================================
@@ -52,7 +56,8 @@ __all__ = [
     "boxes_overlap", "box_distance", "render_views", "waypoint_targets", "track_waypoints", "BCPlanner",
     "PlannerLike", "planner_samples", "plan_collisions", "candidate_features", "SelectorPolicy", "grpo_loss", "train_selector",
     "select_closest", "select_random", "select_with", "attack_adversary", "attack_labels", "graded_rewards",
-    "evade_ego", "make_scenarios", "finetune_planner",
+    "evade_ego", "evade_ego_receding", "predict_constant_velocity", "make_scenarios", "finetune_planner",
+    "binary_labels", "collision_rates", "run_replicate",
 ]
 
 
@@ -668,62 +673,84 @@ def _occupies(y: np.ndarray, c: RoadConfig) -> np.ndarray:
 
 
 def _steer_to(y_target: np.ndarray, y: np.ndarray, th: np.ndarray, v: np.ndarray, c: RoadConfig) -> np.ndarray:
-    th_d = np.clip(0.1 * (y_target - y), -0.1, 0.1)
+    # np.minimum(np.maximum(.)) is np.clip without its per-call overhead (the simulator calls this every step)
+    th_d = np.minimum(np.maximum(0.1 * (y_target - y), -0.1), 0.1)
     omega = 2.0 * (th_d - th)
-    return np.clip(np.arctan(omega * c.wheelbase / np.maximum(v, 1.0)), -c.steer_max, c.steer_max)
+    return np.minimum(np.maximum(np.arctan(omega * c.wheelbase / np.maximum(v, 1.0)), -c.steer_max), c.steer_max)
+
+
+def _idm(v: np.ndarray, v_lead: np.ndarray, gap: np.ndarray, v0: np.ndarray, c: RoadConfig) -> np.ndarray:
+    """The IDM formula of :func:`_idm_accel` without conversions or checks (the simulator's inner
+    loop, where gaps are floored at 0.1 m and desired speeds were checked once)."""
+    s_star = np.maximum(c.s0 + v * c.headway + v * (v - v_lead) / (2.0 * np.sqrt(c.a_max * c.b_comf)), c.s0)
+    inf = np.isinf(gap)
+    inter = np.where(inf, 0.0, (s_star / np.where(inf, 1.0, gap)) ** 2)  # gap >= 0.1 or inf: no invalid division
+    return c.a_max * (1.0 - (np.maximum(v, 0.0) / v0) ** c.delta - inter)
+
+
+def _traffic_context(present: np.ndarray, c: RoadConfig) -> dict[str, Any]:
+    """What :func:`_traffic_controls` needs every step but depends only on who is present."""
+    S, N = present.shape
+    return {"other": ~np.eye(N, dtype=bool)[None] & present[:, None, :], "present_l": present[..., None],
+            "si": np.arange(S)[:, None, None], "ni": np.arange(N)[None, :, None], "s2": np.arange(S)[:, None], "n2": np.arange(N)[None, :],
+            "lanes": np.arange(c.n_lanes)[None, None, :], "centres": c.lane_centres()}
 
 
 def _traffic_controls(st: np.ndarray, present: np.ndarray, v0: np.ndarray, target: np.ndarray, decide: bool,
-                      c: RoadConfig) -> tuple[np.ndarray, np.ndarray]:
-    """Vectorised IDM + MOBIL controls for every vehicle of every scene. Shapes (S, N)."""
+                      c: RoadConfig, ctx: dict[str, Any] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorised IDM + MOBIL controls for every vehicle of every scene. Shapes (S, N).
+
+    ``ctx`` (:func:`_traffic_context`) may be passed in to save rebuilding it every step."""
+    ctx = _traffic_context(present, c) if ctx is None else ctx
     x, y, th, v = st[..., 0], st[..., 1], st[..., 2], st[..., 3]
     S, N = x.shape
     L = c.n_lanes
-    occ = _occupies(y, c) & present[..., None]  # (S, N, L)
+    centres = ctx["centres"]
+    occ = (np.abs(y[..., None] - centres) < (c.lane_width + c.width) / 2 - 0.05) & ctx["present_l"]  # (S, N, L)
     dx = x[:, None, :] - x[:, :, None]  # (S, i, j) = x_j - x_i
-    other = ~np.eye(N, dtype=bool)[None] & present[:, None, :]
-    ahead = (dx > 0) & other
-    behind = (dx < 0) & other
+    other = ctx["other"]
     # leader and follower of i in each lane l
     lane_ok = occ[:, None, :, :]  # (S, 1, j, L)
-    d_ahead = np.where(ahead[..., None] & lane_ok, dx[..., None], np.inf)  # (S, i, j, L)
-    jl = np.argmin(d_ahead, axis=2)  # (S, i, L)
-    gap_l = np.take_along_axis(d_ahead, jl[:, :, None, :], 2)[:, :, 0, :] - c.length  # (S, i, L)
-    vl = np.take_along_axis(np.broadcast_to(v[:, None, :, None], d_ahead.shape), jl[:, :, None, :], 2)[:, :, 0, :]
-    d_behind = np.where(behind[..., None] & lane_ok, -dx[..., None], np.inf)
-    jf = np.argmin(d_behind, axis=2)
-    gap_f = np.take_along_axis(d_behind, jf[:, :, None, :], 2)[:, :, 0, :] - c.length
-    vf = np.take_along_axis(np.broadcast_to(v[:, None, :, None], d_behind.shape), jf[:, :, None, :], 2)[:, :, 0, :]
+    d_ahead = np.where(((dx > 0) & other)[..., None] & lane_ok, dx[..., None], np.inf)  # (S, i, j, L)
+    si, ni, li = ctx["si"], ctx["ni"], ctx["lanes"]
+    jl = d_ahead.argmin(2)  # (S, i, L): the nearest leader in each lane
+    gap_l = d_ahead[si, ni, jl, li] - c.length  # its gap
+    vl = v[si, jl]  # and its speed
     # current leader: nearest over the lanes the vehicle occupies or targets
-    mine = occ | (np.arange(L)[None, None, :] == target[..., None])
+    mine = occ | (ctx["lanes"] == target[..., None])
     g_cur = np.where(mine, gap_l, np.inf)
-    lc = np.argmin(g_cur, axis=-1)
-    gap_cur = np.take_along_axis(g_cur, lc[..., None], -1)[..., 0]
-    v_cur = np.take_along_axis(vl, lc[..., None], -1)[..., 0]
-    a_cur = _idm_accel(v, v_cur, np.maximum(gap_cur, 0.1), v0, c)
+    lc = np.argmin(g_cur, axis=-1)  # (S, N)
+    s2, n2 = ctx["s2"], ctx["n2"]
+    gap_cur = g_cur[s2, n2, lc]
+    v_cur = vl[s2, n2, lc]
+    a_cur = _idm(v, v_cur, np.maximum(gap_cur, 0.1), v0, c)
     new_target = target.copy()
-    if decide:
+    if decide:  # followers are needed only for lane-change decisions
+        d_behind = np.where(((dx < 0) & other)[..., None] & lane_ok, -dx[..., None], np.inf)
+        jf = d_behind.argmin(2)
+        gap_f = d_behind[si, ni, jf, li] - c.length
+        vf = v[si, jf]
         lane = _lane_of(y, c)
-        settled = np.abs(y - c.lane_centres()[target]) < 0.2
+        settled = np.abs(y - centres[target]) < 0.2
         best_gain = np.full((S, N), c.lc_threshold)
         for dl in (-1, 1):
             ln = lane + dl
             valid = (ln >= 0) & (ln < L) & settled & present
             lnc = np.clip(ln, 0, L - 1)
-            g_n = np.take_along_axis(gap_l, lnc[..., None], -1)[..., 0]
-            v_n = np.take_along_axis(vl, lnc[..., None], -1)[..., 0]
-            gf_n = np.take_along_axis(gap_f, lnc[..., None], -1)[..., 0]
-            vf_n = np.take_along_axis(vf, lnc[..., None], -1)[..., 0]
-            a_new = _idm_accel(v, v_n, np.maximum(g_n, 0.1), v0, c)
-            a_fol = _idm_accel(vf_n, v, np.maximum(gf_n, 0.1), np.full_like(v, 30.0), c)
+            g_n = gap_l[s2, n2, lnc]
+            v_n = vl[s2, n2, lnc]
+            gf_n = gap_f[s2, n2, lnc]
+            vf_n = vf[s2, n2, lnc]
+            a_new = _idm(v, v_n, np.maximum(g_n, 0.1), v0, c)
+            a_fol = _idm(vf_n, v, np.maximum(gf_n, 0.1), np.full_like(v, 30.0), c)
             safe = (g_n > 2.0) & (gf_n > 2.0) & (a_fol > -c.b_safe)
             gain = a_new - a_cur
             take = valid & safe & (gain > best_gain)
             new_target = np.where(take, lnc, new_target)
             best_gain = np.where(take, gain, best_gain)
     lo, hi = c.accel_bounds
-    acc = np.clip(a_cur, lo, hi)
-    steer = _steer_to(c.lane_centres()[new_target], y, th, v, c)
+    acc = np.minimum(np.maximum(a_cur, lo), hi)  # = np.clip, without its call overhead
+    steer = _steer_to(centres[new_target], y, th, v, c)
     ctrl = np.stack([acc, steer], -1) * present[..., None]
     return ctrl, new_target
 
@@ -731,7 +758,9 @@ def _traffic_controls(st: np.ndarray, present: np.ndarray, v0: np.ndarray, targe
 def rollout_traffic(states0: np.ndarray, present: np.ndarray, v0: np.ndarray, horizon: int,
                     config: RoadConfig | None = None) -> SceneBatch:
     """Simulate benign traffic: every vehicle (the ego too) is an IDM + MOBIL driver on a
-    kinematic bicycle, vectorised over scenes and agents.
+    kinematic bicycle, vectorised over scenes and agents (a single scene runs through the
+    per-agent loop of :func:`rollout_traffic_loop`, which is faster there and agrees to
+    rounding).
 
     Lane changes (MOBIL without politeness): every ``lc_every`` steps a settled vehicle
     moves to an adjacent lane when its IDM acceleration there exceeds the current one by
@@ -768,12 +797,17 @@ def rollout_traffic(states0: np.ndarray, present: np.ndarray, v0: np.ndarray, ho
     if v0.shape != pr.shape or np.any(~np.isfinite(v0)) or np.any(v0 <= 0):
         raise ValueError(f"v0 must be a finite positive array of shape {pr.shape}")
     check_no_overlap(s0, pr, c)
+    if s0.shape[0] == 1:
+        # one scene: NumPy's fixed cost per call (about 80 array calls a step on at most nine
+        # vehicles) exceeds the scalar loop's arithmetic, so the loop is the right tool here
+        return _rollout_traffic_loop(s0, pr, v0, horizon, c)
     states = np.zeros((s0.shape[0], horizon + 1) + s0.shape[1:])
     controls = np.zeros((s0.shape[0], horizon) + s0.shape[1:2] + (2,))
     states[:, 0] = s0
     target = _lane_of(s0[..., 1], c)
+    ctx = _traffic_context(pr, c)
     for t in range(horizon):
-        ctrl, target = _traffic_controls(states[:, t], pr, v0, target, t % c.lc_every == 0, c)
+        ctrl, target = _traffic_controls(states[:, t], pr, v0, target, t % c.lc_every == 0, c, ctx)
         controls[:, t] = ctrl
         nxt = _bicycle_step(states[:, t], ctrl, c.dt, c.wheelbase)
         states[:, t + 1] = np.where(pr[..., None], nxt, states[:, t])
@@ -814,13 +848,18 @@ def rollout_traffic_loop(states0: np.ndarray, present: np.ndarray, v0: np.ndarra
     Treiber, Hennecke & Helbing, Phys. Rev. E 62:1805 (2000) — IDM.
     Kesting, Treiber & Helbing, *MOBIL*, Transp. Res. Rec. 1999 (2007).
     """
-    import math
-
     c = _check_config(config)
     s0, pr = _check_initial(states0, present)
     horizon = check_int(horizon, "horizon")
     v0 = np.asarray(v0, dtype=float)
     check_no_overlap(s0, pr, c)
+    return _rollout_traffic_loop(s0, pr, v0, horizon, c)
+
+
+def _rollout_traffic_loop(s0: np.ndarray, pr: np.ndarray, v0: np.ndarray, horizon: int, c: RoadConfig) -> SceneBatch:
+    """:func:`rollout_traffic_loop` after its input checks."""
+    import math
+
     S, N, _ = s0.shape
     L = c.n_lanes
     centres = [(k + 0.5) * c.lane_width for k in range(L)]
@@ -1321,6 +1360,25 @@ def _disc_clearance(a, b, c: RoadConfig):
     return d.amin((-1, -2)) - 2 * r
 
 
+def _disc_centres(a, c: RoadConfig):
+    """The three covering disc centres of vehicles ``a`` (..., 4) (torch): (..., 3, 2)."""
+    import torch
+
+    off = torch.as_tensor(_CIRCLES * c.length / 4.5, dtype=a.dtype)
+    return a[..., None, :2] + off[:, None] * torch.stack([torch.cos(a[..., 2]), torch.sin(a[..., 2])], -1)[..., None, :]
+
+
+def _disc_clearance_to(ego, other_centres, c: RoadConfig):
+    """:func:`_disc_clearance` of ego states (B, T, 4) to fixed vehicles given by their disc
+    centres (B, T, N, 3, 2), so that the fixed side is computed once: (B, T, N)."""
+    import torch
+
+    r = float(np.sqrt((c.length / 6) ** 2 + (c.width / 2) ** 2))
+    pa = _disc_centres(ego, c)[:, :, None]  # (B, T, 1, 3, 2)
+    d = torch.sqrt(((pa[..., :, None, :] - other_centres[..., None, :, :]) ** 2).sum(-1) + 1e-9)  # (B, T, N, 3, 3)
+    return d.amin((-1, -2)) - 2 * r
+
+
 def _to_raw(ctrl: np.ndarray, c: RoadConfig) -> np.ndarray:
     lo, hi = c.accel_bounds
     a = np.clip((ctrl[..., 0] - (hi + lo) / 2) / ((hi - lo) / 2), -0.98, 0.98)
@@ -1342,6 +1400,24 @@ def _rollout_torch(s0, ctrl, c: RoadConfig):
     for t in range(ctrl.shape[-2]):
         out.append(_bicycle_step(out[-1], ctrl[..., t, :], c.dt, c.wheelbase))
     return torch.stack(out, -2)  # (..., T+1, 4)
+
+
+def _rollout_torch_scan(s0, ctrl, c: RoadConfig):
+    """:func:`_rollout_torch` by prefix sums instead of a loop over steps (same model, equal to
+    rounding; differentiable). The speed floor :math:`v' = \\max(v + a\\Delta t, 0)` is Lindley's
+    recursion, solved by :math:`v_n = S_n + \\max(v_0, \\max_{k \\le n} -S_k)` with
+    :math:`S_n = \\Delta t \\sum_{i<n} a_i`; heading and position are then cumulative sums."""
+    import torch
+
+    dt, L = float(c.dt), float(c.wheelbase)
+    a, d = ctrl[..., 0], ctrl[..., 1]  # (..., T)
+    zero = torch.zeros_like(a[..., :1])
+    S = torch.cat([zero, torch.cumsum(a * dt, -1)], -1)  # (..., T+1)
+    v = S + torch.maximum(s0[..., 3:4], torch.cummax(-S, -1).values)  # (..., T+1)
+    th = s0[..., 2:3] + torch.cat([zero, torch.cumsum(v[..., :-1] * torch.tan(d) * (dt / L), -1)], -1)
+    x = s0[..., 0:1] + torch.cat([zero, torch.cumsum(v[..., :-1] * torch.cos(th[..., :-1]) * dt, -1)], -1)
+    y = s0[..., 1:2] + torch.cat([zero, torch.cumsum(v[..., :-1] * torch.sin(th[..., :-1]) * dt, -1)], -1)
+    return torch.stack([x, y, th, v], -1)  # (..., T+1, 4)
 
 
 def _road_penalty(traj, c: RoadConfig):
@@ -1526,10 +1602,10 @@ def attack_labels(scenes: SceneBatch, *, iters: int = 60, near_miss: float = 2.0
 
 def evade_ego(scenes: SceneBatch, scene_idx: np.ndarray, adversary: np.ndarray, adv_traj: np.ndarray, *, iters: int = 100,
               lr: float = 0.05, clearance: float = 0.6, track_weight: float = 1.0, lateral_weight: float = 1.0) -> np.ndarray:
-    """Evasion stage (stand-in for CTG's collision-avoidance guidance): with the
-    adversary's attack trajectory fixed, re-optimise the ego's controls so that it keeps
-    a disc clearance of at least ``clearance`` m to every vehicle while staying near its
-    logged path.
+    """Open-loop evasion stage (a sensitivity setting; the causal one is
+    :func:`evade_ego_receding`): with the adversary's whole attack trajectory known in
+    advance, re-optimise all of the ego's controls at once so that it keeps a disc clearance
+    of at least ``clearance`` m to every vehicle while staying near its logged path.
 
     .. math:: \\sum_t \\sum_j 50\\,[\\,\\text{clearance} - c_{tj}]_+^2 + w_{\\text{track}}\\,\\overline{\\|p_t - p^{\\log}_t\\|^2}
               + 10\\,\\text{road} + 0.1\\,\\overline{\\|u\\|^2}
@@ -1595,13 +1671,182 @@ def evade_ego(scenes: SceneBatch, scene_idx: np.ndarray, adversary: np.ndarray, 
         return _rollout_torch(s0, _from_raw(raw, c), c).numpy()
 
 
+def predict_constant_velocity(observed: np.ndarray, steps: int, dt: float = 0.1) -> np.ndarray:
+    """Constant-velocity prediction of vehicles from their last observed state (the causal
+    evasion's stand-in for the scene diffusion model's forecast of the other agents).
+
+    .. math:: \\hat x_{t+j} = x_t + v_t\\cos\\theta_t\\, j\\Delta t,\\quad
+              \\hat y_{t+j} = y_t + v_t\\sin\\theta_t\\, j\\Delta t,\\quad
+              \\hat\\theta_{t+j} = \\theta_t,\\quad \\hat v_{t+j} = v_t
+
+    (the bicycle model with zero acceleration and steering), for :math:`j = 0, \\dots,` ``steps``.
+
+    Parameters
+    ----------
+    observed : ndarray, shape (..., 4)
+        ``[x, y, heading, speed]`` at the current step; nothing later is read.
+    steps : int
+        Prediction length (steps of ``dt``).
+    dt : float
+        Step (s).
+
+    Returns
+    -------
+    ndarray, shape (..., steps + 1, 4)
+        The predicted states; index 0 is ``observed`` itself.
+
+    Raises
+    ------
+    ValueError
+        For a state that does not end in 4, a non-finite state, ``steps < 0`` or a
+        non-positive ``dt``.
+
+    References
+    ----------
+    Schöller et al., *What the constant velocity model can teach us about pedestrian motion
+    prediction*, RA-L 5(2) (2020) — the constant-velocity baseline.
+    Zhou et al., *SafeMVDrive / SMD*, ICML 2026, arXiv:2505.17727; https://github.com/zhoujiawei3/SafeMVDrive
+    (``guided_rollout_second_time``: the ego replans from the observed history and the model's
+    prediction of the others).
+    """
+    obs = np.asarray(observed, dtype=float)
+    if obs.shape[-1:] != (4,):
+        raise ValueError(f"observed must end in 4 ([x, y, heading, speed]); got shape {obs.shape}")
+    if not np.isfinite(obs).all():
+        raise ValueError("observed holds NaN or infinite values; a prediction needs finite states")
+    steps = check_int(steps, "steps", low=0)
+    dt = check_real(dt, "dt", lo=0.0, lo_open=True)
+    return _predict_cv(obs, steps, dt)
+
+
+def _predict_cv(obs: np.ndarray, steps: int, dt: float) -> np.ndarray:
+    tau = np.arange(steps + 1) * dt  # (L+1,)
+    out = np.repeat(obs[..., None, :], steps + 1, -2)  # (..., L+1, 4)
+    out[..., 0] += (obs[..., 3] * np.cos(obs[..., 2]))[..., None] * tau
+    out[..., 1] += (obs[..., 3] * np.sin(obs[..., 2]))[..., None] * tau
+    return out
+
+
+def evade_ego_receding(scenes: SceneBatch, scene_idx: np.ndarray, adversary: np.ndarray, adv_traj: np.ndarray, *,
+                       n_step_action: int = 5, iters: int = 100, replan_iters: int = 20, lr: float = 0.05,
+                       clearance: float = 0.6, track_weight: float = 1.0, lateral_weight: float = 1.0) -> np.ndarray:
+    """Causal, receding-horizon evasion stage (stand-in for the authors' closed-loop second
+    simulation, ``guided_rollout_second_time`` with ``n_step_action = 5``): every
+    ``n_step_action`` steps the ego replans from what it has observed, and executes the first
+    ``n_step_action`` controls of the new plan.
+
+    At a replanning step :math:`t_k = k\\,n` the other vehicles' futures are predicted from
+    their observed states at :math:`t_k` (:func:`predict_constant_velocity`; the adversary's
+    attack beyond :math:`t_k` is never read), and the ego's remaining controls
+    :math:`u_{t_k:T}` minimise, by Adam through the bicycle dynamics from the ego's actual state,
+
+    .. math:: \\sum_{t > t_k} \\sum_j 50\\,[\\,\\text{clearance} - \\hat c_{tj}]_+^2
+              + w_{\\text{track}}\\,\\overline{\\|p_t - p^{\\log}_t\\|^2} + 10\\,\\text{road}
+              + 0.1\\,\\overline{\\|u\\|^2}
+
+    (the loss of :func:`evade_ego` with predicted instead of true clearances :math:`\\hat c`).
+    The first plan takes ``iters`` steps from the logged controls, each replan ``replan_iters``
+    steps warm-started from the previous plan. The others move as they actually do (log,
+    attack) whatever the ego does, as the authors' second simulation replays the first one's
+    trajectories for every agent but the ego.
+
+    Parameters
+    ----------
+    scenes : SceneBatch
+    scene_idx, adversary : ndarray of int, shape (B,)
+    adv_traj : ndarray, shape (B, T+1, 4)
+        The adversary's actual (attack) trajectory, revealed to the ego one step at a time.
+    n_step_action : int
+        Steps executed between replans (5 = 0.5 s, the authors' setting).
+    iters, replan_iters : int
+        Adam steps of the first plan and of each replan.
+    lr, clearance, track_weight, lateral_weight : float
+        As in :func:`evade_ego`.
+
+    Returns
+    -------
+    ndarray, shape (B, T+1, 4)
+        The ego's executed trajectory; its state at step :math:`s` depends on the other
+        vehicles only through their states at steps :math:`\\le n\\lfloor (s-1)/n \\rfloor`.
+
+    Raises
+    ------
+    ValueError
+        For a bad ``adv_traj`` shape, bad pairs, non-positive ``n_step_action``, ``iters`` or
+        ``replan_iters``, or negative weights.
+
+    References
+    ----------
+    Zhou et al., *SafeMVDrive / SMD*, ICML 2026, arXiv:2505.17727; https://github.com/zhoujiawei3/SafeMVDrive
+    (``tbsim/utils/scene_edit_utils.py::guided_rollout_second_time``, ``scene_edit_config.py``:
+    ``n_step_action = 5``, ``ego_escape_loss``).
+    Zhong et al., CTG, ICRA 2023.
+    """
+    import torch
+
+    b = _check_batch(scenes)
+    si, adv = _check_pairs(b, scene_idx, adversary)
+    at = np.asarray(adv_traj, dtype=float)
+    if at.shape != (len(si), b.horizon + 1, 4):
+        raise ValueError(f"adv_traj must have shape {(len(si), b.horizon + 1, 4)}; got {at.shape}")
+    n_step_action = check_int(n_step_action, "n_step_action")
+    iters = check_int(iters, "iters")
+    replan_iters = check_int(replan_iters, "replan_iters")
+    lr = check_real(lr, "lr", lo=0.0, lo_open=True)
+    clearance = check_real(clearance, "clearance", lo=0.0)
+    track_weight = check_real(track_weight, "track_weight", lo=0.0)
+    lateral_weight = check_real(lateral_weight, "lateral_weight", lo=0.0)
+    c = b.config
+    T = b.horizon
+    others = b.states[si].copy()  # (B, T+1, N, 4): what the other vehicles actually do
+    others[np.arange(len(si)), :, adv] = at
+    m = b.present[si].copy()
+    m[:, 0] = False
+    mask = torch.as_tensor(m, dtype=torch.float64)
+    log = torch.as_tensor(b.states[si, :, 0])  # (B, T+1, 4)
+    plan = _to_raw(b.controls[si, :, 0], c)  # (B, T, 2), raw (pre-tanh) controls
+    ego = np.empty((len(si), T + 1, 4))
+    ego[:, 0] = b.states[si, 0, 0]
+    lo, hi = c.accel_bounds
+    for k0 in range(0, T, n_step_action):
+        L = T - k0
+        pred = torch.as_tensor(_predict_cv(others[:, k0], L, c.dt).transpose(0, 2, 1, 3))  # (B, L+1, N, 4)
+        pred_discs = _disc_centres(pred[:, 1:], c)  # (B, L, N, 3, 2): the prediction is fixed while planning
+        s0 = torch.as_tensor(ego[:, k0])
+        raw = torch.tensor(plan[:, k0:], requires_grad=True)  # (B, L, 2)
+        opt = torch.optim.Adam([raw], lr=lr)
+        for _ in range(iters if k0 == 0 else replan_iters):
+            ctrl = _from_raw(raw, c)
+            tr = _rollout_torch_scan(s0, ctrl, c)  # (B, L+1, 4)
+            clr = _disc_clearance_to(tr[:, 1:], pred_discs, c)  # (B, L, N), future steps only
+            viol = (torch.relu(clearance - clr) ** 2 * mask[:, None]).sum((1, 2))
+            track = ((tr[..., 0] - log[:, k0:, 0]) ** 2 + lateral_weight * (tr[..., 1] - log[:, k0:, 1]) ** 2).mean(-1)
+            effort = ((ctrl[..., 0] / max(-lo, hi)) ** 2 + (ctrl[..., 1] / c.steer_max) ** 2).mean(-1)
+            loss = (50 * viol + track_weight * track + 10 * _road_penalty(tr, c) + 0.1 * effort).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        plan[:, k0:] = raw.detach().numpy()
+        with torch.no_grad():
+            done = _rollout_torch_scan(s0, _from_raw(torch.as_tensor(plan[:, k0:k0 + n_step_action]), c), c).numpy()
+        ego[:, k0 + 1:k0 + n_step_action + 1] = done[:, 1:]
+    return ego
+
+
 def make_scenarios(scenes: SceneBatch, choice: np.ndarray, attack_trajs: np.ndarray | None = None, *,
                    band: tuple[float, float] = (0.5, 3.0), iters: int = 100, track_weight: float = 1.0,
-                   attack_iters: int = 60, lateral_weight: float = 1.0) -> tuple[SceneBatch, dict[str, np.ndarray]]:
+                   attack_iters: int = 60, lateral_weight: float = 1.0, evasion: str = "receding",
+                   n_step_action: int = 5, replan_iters: int = 20) -> tuple[SceneBatch, dict[str, np.ndarray]]:
     """Two-stage generation for the chosen adversaries: keep the collision-stage
-    trajectory of the chosen vehicle, re-simulate the ego into an evasion (:func:`evade_ego`)
-    and keep the scene only if the ego–adversary minimum box distance lies in ``band``
-    (a near miss) and the ego touches nobody.
+    trajectory of the chosen vehicle, re-simulate the ego into an evasion and keep the scene
+    only if the ego–adversary minimum box distance lies in ``band`` (a near miss) and the
+    ego touches nobody.
+
+    The evasion is causal by default (``evasion="receding"``, :func:`evade_ego_receding`:
+    the ego replans every ``n_step_action`` steps from what it has observed, as the authors'
+    closed-loop second simulation does); ``evasion="open_loop"`` optimises the ego's whole
+    trajectory knowing the adversary's entire attack (:func:`evade_ego`, kept as a
+    sensitivity setting).
 
     Parameters
     ----------
@@ -1611,6 +1856,11 @@ def make_scenarios(scenes: SceneBatch, choice: np.ndarray, attack_trajs: np.ndar
     attack_trajs : ndarray, shape (S, N, T+1, 4), optional
         From :func:`attack_labels`; when ``None`` only the chosen vehicles are attacked
         here (:func:`attack_adversary` with ``attack_iters``), as the paper's pipeline does.
+    evasion : {"receding", "open_loop"}
+        Which evasion stage to run.
+    n_step_action, replan_iters : int
+        Replanning period and Adam steps per replan of the receding evasion (``iters`` is
+        the first plan's).
 
     Returns
     -------
@@ -1631,6 +1881,8 @@ def make_scenarios(scenes: SceneBatch, choice: np.ndarray, attack_trajs: np.ndar
     lo, hi = (check_real(z, "band", lo=0.0) for z in band)
     if lo >= hi:
         raise ValueError(f"band={band!r} must be (low, high) with low < high")
+    if evasion not in ("receding", "open_loop"):
+        raise ValueError(f"evasion={evasion!r}; allowed: 'receding' (causal, the default) or 'open_loop'")
     att = np.flatnonzero(ch > 0)
     if attack_trajs is None:
         tr = b.states.transpose(0, 2, 1, 3).copy()
@@ -1647,7 +1899,11 @@ def make_scenarios(scenes: SceneBatch, choice: np.ndarray, attack_trajs: np.ndar
         return b.subset(att), empty
     adv = ch[att]
     at = tr[att, adv]
-    ego = evade_ego(b, att, adv, at, iters=iters, track_weight=track_weight, lateral_weight=lateral_weight)
+    if evasion == "receding":
+        ego = evade_ego_receding(b, att, adv, at, n_step_action=n_step_action, iters=iters, replan_iters=replan_iters,
+                                 track_weight=track_weight, lateral_weight=lateral_weight)
+    else:
+        ego = evade_ego(b, att, adv, at, iters=iters, track_weight=track_weight, lateral_weight=lateral_weight)
     states = b.states[att].copy()
     states[np.arange(len(att)), :, adv] = at
     states[:, :, 0] = ego
@@ -1672,7 +1928,8 @@ def finetune_planner(planner: BCPlanner, generated: SceneBatch, benign: SceneBat
     Returns
     -------
     BCPlanner
-        A new planner; ``planner`` is unchanged.
+        A new planner; ``planner`` is unchanged. With no generated scenes there is nothing
+        to fine-tune on, and the new planner is a copy of ``planner``.
 
     Parameters
     ----------
@@ -1691,6 +1948,8 @@ def finetune_planner(planner: BCPlanner, generated: SceneBatch, benign: SceneBat
         raise TypeError(f"planner must be a BCPlanner (to fine-tune), got {type(planner).__name__}")
     _check_batch(generated, "generated")
     _check_batch(benign, "benign")
+    if generated.n_scenes == 0:  # nothing generated to fine-tune on: the planner as it was
+        return planner.copy()
     vg, eg, wg = planner_samples(generated, frames, res=planner.res)
     vb, eb, wb = planner_samples(benign, benign_frames, res=planner.res)
     rng = check_random_state(random_state)
@@ -2024,3 +2283,279 @@ def select_with(selector: Any, scenes: SceneBatch) -> np.ndarray:
         raise ValueError("the selector chose a slot that is not an allowed choice (absent vehicle or out of range)")
     return ch
 
+
+# ----------------------------------------------------------------------------- the chapter's experiment
+def binary_labels(graded: np.ndarray) -> np.ndarray:
+    """The authors' label dict from graded rewards: 1 for a feasible collision, 0 otherwise, and
+    "no vehicle" (slot 0) 1 exactly when no candidate collides.
+
+    .. math:: \\ell_j = [r_j = 1]\\ (j \\ge 1),\\qquad \\ell_0 = [\\max_{j \\ge 1} \\ell_j = 0]
+
+    Parameters
+    ----------
+    graded : ndarray, shape (S, N)
+        :func:`attack_labels`' graded rewards (slot 0 = "no vehicle").
+
+    Returns
+    -------
+    ndarray, shape (S, N)
+        Binary labels.
+
+    Raises
+    ------
+    ValueError
+        For an array that is not 2-D with at least two slots.
+
+    References
+    ----------
+    Zhou et al., *SafeMVDrive / SMD*, ICML 2026, arXiv:2505.17727; https://github.com/zhoujiawei3/SafeMVDrive
+    (``scene_editor_json_input_test_crash_or_VLM_reason.py``, the ``json_convert_…`` script).
+    """
+    g = np.asarray(graded, dtype=float)
+    if g.ndim != 2 or g.shape[1] < 2:
+        raise ValueError(f"graded must have shape (scenes, slots) with slots >= 2; got {g.shape}")
+    lab = (g == 1.0).astype(float)
+    lab[:, 0] = (lab[:, 1:].max(1) <= 0).astype(float)
+    return lab
+
+
+def collision_rates(planner: Any, scenes: SceneBatch, eval_frames: np.ndarray) -> tuple[float, float]:
+    """Sample- and scene-level open-loop collision rates of a planner (:func:`plan_collisions`
+    at ``eval_frames`` of every scene); NaN for an empty batch (shown as "—").
+
+    Parameters
+    ----------
+    planner : PlannerLike
+    scenes : SceneBatch
+    eval_frames : ndarray of int, shape (F,)
+        The sample times, the same for every scene.
+
+    Returns
+    -------
+    (float, float)
+        Share of colliding samples, share of scenes with a colliding sample.
+
+    Raises
+    ------
+    ValueError
+        For ``eval_frames`` that is not 1-D (and as :func:`plan_collisions`).
+
+    References
+    ----------
+    Hu et al., *Planning-oriented autonomous driving* (UniAD), CVPR 2023 — ``obj_box_col``.
+    """
+    b = _check_batch(scenes)
+    fr = np.asarray(eval_frames)
+    if fr.ndim != 1:
+        raise ValueError(f"eval_frames must be 1-D (the same sample times for every scene); got shape {fr.shape}")
+    if b.n_scenes == 0:
+        return np.nan, np.nan
+    c = plan_collisions(planner, b, np.tile(fr, (b.n_scenes, 1)))
+    return float(c.mean()), float(c.any(1).mean())
+
+
+def run_replicate(s: int, config: dict[str, Any], *, baseline: Any, train_frames: np.ndarray,
+                  eval_frames: np.ndarray) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One replicate of the chapter's experiment (every stage of the pipeline, for seed ``s``).
+
+    Four scene sets from different traffic seeds (``1000 s + 1 … 4``): a planner is
+    behaviour-cloned on the first; the selector (:func:`train_selector`, on binary labels, and a
+    sensitivity copy on graded ones) on the second; the third (held out) is attacked with every
+    candidate to score the selectors (GRPO, closest, random, oracle) and turned into generated
+    scenarios with the GRPO choice; on the fourth only the chosen vehicle is attacked. The
+    evasion stage (:func:`make_scenarios`) runs causally (primary) and open loop (sensitivity);
+    the planner is fine-tuned on each setting's training scenes (:func:`finetune_planner`) and
+    every planner is scored by :func:`collision_rates`.
+
+    Parameters
+    ----------
+    s : int
+        The replicate's seed (every random stream derives from it).
+    config : dict
+        The chapter's ``CFG``: ``horizon``, ``n_train``, ``n_sel``, ``n_test``, ``n_gen``,
+        ``attack_iters``, ``near_miss``, ``grpo_iters``, ``group``, ``beta``, ``clip_eps``,
+        ``band``, ``evade_iters``, ``replan_iters``, ``n_step_action``, ``bc_epochs``,
+        ``ft_epochs``.
+    baseline : PlannerLike
+        The positive control's constant planner (keep lane and speed).
+    train_frames, eval_frames : ndarray of int, shape (F,)
+        Sample times for behaviour cloning / fine-tuning and for evaluation.
+
+    Returns
+    -------
+    out : dict
+        This replicate's figures (rates as (sample, scene) pairs, selector successes, kept
+        fractions, GRPO curve, …).
+    times : dict
+        Seconds per stage.
+
+    Raises
+    ------
+    KeyError
+        For a ``config`` without one of the settings above.
+
+    References
+    ----------
+    Zhou et al., *SafeMVDrive / SMD*, ICML 2026, arXiv:2505.17727; https://github.com/zhoujiawei3/SafeMVDrive
+    """
+    import time as _time
+
+    out, tim = {"seed": s}, {"seed": s}
+    T = config["horizon"]
+    train = benign_scenes(
+        config["n_train"], T, random_state=1000 * s + 1
+    )
+    sel = benign_scenes(config["n_sel"], T, random_state=1000 * s + 2)
+    test = benign_scenes(config["n_test"], T, random_state=1000 * s + 3)
+    pool = benign_scenes(config["n_gen"], T, random_state=1000 * s + 4)
+    t0 = _time.perf_counter()
+    planner = BCPlanner(random_state=s).fit(
+        *planner_samples(
+            train, np.tile(train_frames, (train.n_scenes, 1))
+        ),
+        epochs=config["bc_epochs"],
+        random_state=s,
+    )
+    tim["behaviour cloning"] = _time.perf_counter() - t0
+    t0 = _time.perf_counter()
+    n_sel, n_tr = sel.n_scenes, sel.n_scenes + pool.n_scenes
+    rew_both, tr_both = attack_labels(
+        concat_scenes(sel, test),
+        iters=config["attack_iters"],
+        # one batch: the stage costs per step
+        near_miss=config["near_miss"],
+    )
+    graded_both = rew_both
+    # the authors' labels: 1 for a colliding candidate, "no vehicle" 1 when none
+    rew_both = binary_labels(graded_both)
+    rew_sel, rew_te, tr_te = rew_both[:n_sel], rew_both[n_sel:], tr_both[n_sel:]
+    tim["attacks (all candidates)"] = _time.perf_counter() - t0
+    t0 = _time.perf_counter()
+    policy = SelectorPolicy(random_state=s)
+    train_selector(
+        policy,
+        *candidate_features(sel),
+        rew_sel,
+        iters=config["grpo_iters"],
+        group=config["group"],
+        beta=config["beta"],
+        clip_eps=config["clip_eps"],
+        random_state=s,
+    )
+    tim["GRPO selector"] = _time.perf_counter() - t0
+    # sensitivity: the same training on graded labels
+    graded_policy = SelectorPolicy(random_state=s)
+    train_selector(
+        graded_policy,
+        *candidate_features(sel),
+        graded_both[:n_sel],
+        iters=config["grpo_iters"],
+        group=config["group"],
+        beta=config["beta"],
+        clip_eps=config["clip_eps"],
+        random_state=s,
+    )
+    picks = {
+        "GRPO": select_with(policy, test),
+        "closest": select_closest(test),
+        "random": select_random(test, random_state=s),
+        "GRPO (graded labels)": select_with(graded_policy, test),
+    }
+    idx = np.arange(test.n_scenes)
+    for name, ch in picks.items():
+        val = rew_te[idx, ch]
+        out[f"success {name}"] = float(((ch > 0) & (val == 1)).mean())
+        # binary labels: the share of correct answers, "no vehicle" included
+        out[f"reward {name}"] = float(val.mean())
+    out["success oracle"] = float((rew_te[:, 1:].max(1) == 1).mean())
+    out["no vehicle chosen"] = float((picks["GRPO"] == 0).mean())
+    out["grpo curve"] = [h["reward"] for h in policy.history]
+    t0 = _time.perf_counter()
+    # the pool: select, then attack only the chosen vehicle
+    pick_pool = select_with(policy, pool)
+    tr_pool = pool.states.transpose(0, 2, 1, 3).copy()
+    att = np.flatnonzero(pick_pool > 0)
+    tr_pool[att, pick_pool[att]] = attack_adversary(
+        pool, att, pick_pool[att], iters=config["attack_iters"]
+    )
+    tim["attacks (chosen, pool)"] = _time.perf_counter() - t0
+    t0 = _time.perf_counter()
+    gen_args = (
+        concat_scenes(sel, pool, test),
+        np.concatenate(
+            [select_with(policy, sel), pick_pool, picks["GRPO"]]
+        ),
+        np.concatenate([tr_both[:n_sel], tr_pool, tr_te]),
+    )
+    # the causal evasion: replan every n_step_action steps from what was seen
+    gen_all, info = make_scenarios(
+        *gen_args,
+        band=config["band"],
+        iters=config["evade_iters"],
+        replan_iters=config["replan_iters"],
+        n_step_action=config["n_step_action"],
+    )
+    is_te = info["scene"] >= n_tr
+    gen_tr, gen_te = (
+        gen_all.subset(np.flatnonzero(~is_te)),
+        gen_all.subset(np.flatnonzero(is_te)),
+    )
+    te_scene = info["scene"][is_te] - n_tr
+    te_att = info["attempted"] >= n_tr
+    tim["evasion stage"] = _time.perf_counter() - t0
+    out["kept"] = float(info["kept"][te_att].mean()) if te_att.any() else np.nan
+    out["n generated test"] = gen_te.n_scenes
+    out["n generated train"] = gen_tr.n_scenes
+    out["min_dist"] = info["min_dist"][te_att].tolist()
+    out["benign"] = collision_rates(planner, test, eval_frames)
+    # positive control: the cloned planner drives better than this
+    out["benign, keep-lane"] = collision_rates(baseline, test, eval_frames)
+    out["benign (same scenes)"] = collision_rates(planner, test.subset(te_scene), eval_frames)
+    out["generated"] = collision_rates(planner, gen_te, eval_frames)
+    t0 = _time.perf_counter()
+    ft = finetune_planner(
+        planner,
+        gen_tr,
+        train,
+        np.tile(train_frames, (gen_tr.n_scenes, 1)),
+        np.tile(train_frames, (train.n_scenes, 1)),
+        epochs=config["ft_epochs"],
+        random_state=s,
+    )
+    tim["fine-tuning"] = _time.perf_counter() - t0
+    out["benign, fine-tuned"] = collision_rates(ft, test, eval_frames)
+    out["generated train"] = collision_rates(planner, gen_tr, eval_frames)
+    out["generated train, fine-tuned"] = collision_rates(ft, gen_tr, eval_frames)
+    lat = np.abs(
+        gen_te.states[:, :, 0, 1] - test.states[te_scene, :, 0, 1]
+    ).max(1)
+    out["swerve"] = (
+        float((lat > test.config.lane_width / 2).mean()) if len(lat) else np.nan
+    )
+    out["generated, fine-tuned"] = collision_rates(ft, gen_te, eval_frames)
+    # sensitivity: the open-loop evasion, which knows the whole attack
+    t0 = _time.perf_counter()
+    gen_ol, info_ol = make_scenarios(
+        *gen_args,
+        band=config["band"],
+        iters=config["evade_iters"],
+        evasion="open_loop",
+    )
+    ol_te = info_ol["scene"] >= n_tr
+    ol_tr = gen_ol.subset(np.flatnonzero(~ol_te))
+    ol_te = gen_ol.subset(np.flatnonzero(ol_te))
+    ft_ol = finetune_planner(
+        planner,
+        ol_tr,
+        train,
+        np.tile(train_frames, (ol_tr.n_scenes, 1)),
+        np.tile(train_frames, (train.n_scenes, 1)),
+        epochs=config["ft_epochs"],
+        random_state=s,
+    )
+    tim["open-loop sensitivity"] = _time.perf_counter() - t0
+    out["kept, open loop"] = float(info_ol["kept"][te_att].mean())
+    out["generated, open loop"] = collision_rates(planner, ol_te, eval_frames)
+    out["generated, open loop, fine-tuned"] = collision_rates(ft_ol, ol_te, eval_frames)
+    out["benign, open loop fine-tuned"] = collision_rates(ft_ol, test, eval_frames)
+    return out, tim
