@@ -57,6 +57,7 @@ def compare(
     seed: int,
     repeat: int = 5,
     min_time: float = 0.0,
+    kind: str = "reference",
 ) -> dict[str, Any]:
     """Time our implementation against a reference on the same work, side by side, and record it.
 
@@ -81,6 +82,11 @@ def compare(
         The chapter's parameters.
     repeat, min_time
         As in :func:`timeit`.
+    kind : {"reference", "cost"}
+        ``"reference"`` (default): both callables do the same work, ours against a
+        reference implementation of it. ``"cost"``: two *methods* are compared by what
+        they cost (a method against a baseline it replaces), not an implementation
+        against a reference; the performance page shows such rows apart.
 
     Returns
     -------
@@ -103,18 +109,24 @@ def compare(
         "reference_iqr": [t_ref["q25"], t_ref["q75"]],
         "ratio": t_ref["median"] / t_ours["median"] if t_ours["median"] > 0 else float("inf"),
     }
-    record(chapter, name, row, reference_name=reference_name, size_label=size_label, scale=scale, seed=seed)
+    record(chapter, name, row, reference_name=reference_name, size_label=size_label, scale=scale, seed=seed, kind=kind)
     return row
 
 
-def record(chapter: str, name: str, row: dict[str, Any], *, reference_name: str, size_label: str = "n", scale: str, seed: int) -> None:
+BENCH_KINDS: tuple[str, ...] = ("reference", "cost")
+
+
+def record(
+    chapter: str, name: str, row: dict[str, Any], *, reference_name: str, size_label: str = "n", scale: str, seed: int,
+    kind: str = "reference",
+) -> None:
     """Add one measured row (``size``, ``ours_s``, ``reference_s``, ...) to a chapter's benchmark record.
 
     Use it when a chapter times the two sides itself; :func:`compare` calls it.
 
     Parameters
     ----------
-    chapter, name, reference_name, size_label, scale, seed
+    chapter, name, reference_name, size_label, scale, seed, kind
         As in :func:`compare`.
     row : dict
         At least ``size``, ``ours_s`` and ``reference_s`` (seconds, > 0).
@@ -127,6 +139,8 @@ def record(chapter: str, name: str, row: dict[str, Any], *, reference_name: str,
 
     check_scale(scale)
     check_seed(seed)
+    if kind not in BENCH_KINDS:
+        raise ValueError(f"kind={kind!r}: a benchmark is one of {', '.join(BENCH_KINDS)}")
     for k in ("size", "ours_s", "reference_s"):
         if k not in row:
             raise ValueError(f"benchmark row needs {k!r}; got keys {sorted(row)}")
@@ -142,7 +156,7 @@ def record(chapter: str, name: str, row: dict[str, Any], *, reference_name: str,
     if data.get("run_key") != key or data.get("seed") != seed:
         data = {}  # rows of an earlier run are not mixed with this run's
     data.update({"chapter": chapter, "name": name, "reference": reference_name, "size_label": size_label,
-                 "scale": scale, "seed": seed, "run_key": key})
+                 "scale": scale, "seed": seed, "run_key": key, "kind": kind})
     rows = [r for r in data.get("rows", []) if r["size"] != float(row["size"])] + [{k: (float(v) if isinstance(v, (int, float, np.floating)) else v) for k, v in row.items()}]
     data["rows"] = sorted(rows, key=lambda r: r["size"])
     f.write_text(json.dumps(data, indent=2))

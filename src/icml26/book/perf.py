@@ -91,6 +91,19 @@ def benchmark_figure(records: list[dict], path: Path) -> Path | None:
     return path
 
 
+def _bench_table(records: list[dict], *, ours: str = "Ours", ref: str = "Reference",
+                 ratio: str = "Ratio (reference / ours)") -> list[str]:
+    """Markdown rows of benchmark records: one line per size."""
+    lines = [f"| Chapter | Benchmark | {ref} | Size | {ours} | {ref} | {ratio} |", "|---|---|---|---|---|---|---|"]
+    for rec in records:
+        for i, r in enumerate(rec["rows"]):
+            lines.append(
+                f"| {rec['chapter'] if i == 0 else ''} | {rec['name'] if i == 0 else ''} | {rec['reference'] if i == 0 else ''} | "
+                f"{rec.get('size_label', 'n')} = {r['size']:g} | {_fmt_s(r['ours_s'])} | {_fmt_s(r['reference_s'])} | {r['ratio']:.2f}× |"
+            )
+    return lines
+
+
 def performance_markdown(book: Book, scale: str, figure: str | None = None) -> str:
     """The performance page's body (MyST markdown); ``figure`` is the benchmark figure's file name, if drawn."""
     records = load_bench(book.results_dir(), scale)
@@ -103,17 +116,32 @@ def performance_markdown(book: Book, scale: str, figure: str | None = None) -> s
         "## Benchmarks by chapter",
         "",
     ]
-    if records:
-        lines += ["| Chapter | Benchmark | Reference | Size | Ours | Reference | Ratio (reference / ours) |", "|---|---|---|---|---|---|---|"]
-        for rec in records:
-            for i, r in enumerate(rec["rows"]):
-                lines.append(
-                    f"| {rec['chapter'] if i == 0 else ''} | {rec['name'] if i == 0 else ''} | {rec['reference'] if i == 0 else ''} | "
-                    f"{rec.get('size_label', 'n')} = {r['size']:g} | {_fmt_s(r['ours_s'])} | {_fmt_s(r['reference_s'])} | {r['ratio']:.2f}× |"
-                )
-        if figure:
-            lines += ["", f"```{{figure}} {figure}", ":width: 100%", "", "Time per call against problem size, ours and the reference, per benchmark.", "```"]
-    else:
+    reference = [r for r in records if r.get("kind", "reference") == "reference"]
+    cost = [r for r in records if r.get("kind") == "cost"]
+    if reference:
+        slower = [f"{r['chapter']} ({r['name']})" for r in reference if any(row["ratio"] < 1 for row in r["rows"])]
+        lines += [
+            "Ours against a reference implementation of the same work (a library, or the loop a reader would "
+            "write); each row names what both sides compute.",
+            "",
+            *_bench_table(reference),
+            "",
+            ("Ours is at least as fast as the reference at every size of every benchmark." if not slower else
+             f"Slower than the reference at some size ({len(slower)} of {len(reference)} benchmarks): {'; '.join(slower)}."),
+        ]
+    if cost:
+        lines += [
+            "",
+            "## Cost comparisons",
+            "",
+            "Two methods compared by what they cost: the paper's method against the baseline it replaces, "
+            "on the same input. A ratio below 1 is the method's price, not a slow implementation.",
+            "",
+            *_bench_table(cost, ours="Method", ref="Baseline", ratio="Ratio (baseline / method)"),
+        ]
+    if records and figure:
+        lines += ["", f"```{{figure}} {figure}", ":width: 100%", "", "Time per call against problem size, ours and the reference, per benchmark.", "```"]
+    if not records:
         lines.append(f"*(No chapter has recorded a benchmark at `{scale}` scale yet.)*")
     t = load_timings(book)
     lines += ["", "## The whole book", ""]
