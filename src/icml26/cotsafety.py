@@ -925,6 +925,8 @@ def analyse_model(model, tokenizer, trace_set, *, n_pairs: int, width: int, n_me
     """
     from scipy import stats
 
+    if not (hasattr(trace_set, "split") and hasattr(trace_set, "copy_index")):
+        raise TypeError(f"trace_set must be a TraceSet from icml26.tinylm.traces.make_traces, got {type(trace_set).__name__}")
     n_metric = check_int(n_metric, "n_metric", low=1)
     n_random = check_int(n_random, "n_random", low=1)
     safe, unsafe = trace_set.split()

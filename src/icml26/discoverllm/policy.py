@@ -530,8 +530,12 @@ def turn_action_rewards(task: TaskConfig, choose: Callable | ResponseTypePolicy 
 def summarize_episodes(eps: Sequence[Episode]) -> dict[str, float]:
     """Means over conversations: Discover, Satisfy, #Tok, turns, return, and the first- and
     last-turn shares of artifacts with at least two options (``k >= 2``) and of single drafts (``k = 1``)."""
+    if isinstance(eps, (str, bytes)) or not hasattr(eps, "__len__"):
+        raise TypeError(f"eps must be a sequence of Episode, got {type(eps).__name__}")
     if len(eps) == 0:
         raise ValueError("eps is empty; give at least one Episode")
+    if not all(isinstance(e, Episode) for e in eps):
+        raise TypeError("eps must hold Episode objects (from run_episodes)")
     return {
         "Discover": float(np.mean([e.discover for e in eps])),
         "Satisfy": float(np.mean([e.satisfy for e in eps])),
