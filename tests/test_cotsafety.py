@@ -240,3 +240,58 @@ def test_head_metrics_find_a_difference_planted_at_a_known_head(data):
     assert np.delete(gap.ravel(), planted[0] * H + planted[1]).max() < 1e-9  # every other head untouched
     keys = C.key_heads(a, b)
     assert keys["B1"] == [planted] and planted in keys["union"]
+
+
+# ---------------------------------------------------------------- authors' window rule, token position, whole pipeline
+def test_cosine_window_hand_oracle_and_bad_input():
+    g = np.array([0.1, 0.4, 0.3, 0.05])
+    assert C.cosine_window(g, 1) == [1]
+    assert C.cosine_window(g, 2) == [1, 2]  # means 0.25, 0.35, 0.175
+    assert C.cosine_window(g, 3) == [0, 1, 2]  # means 0.267, 0.25
+    assert C.cosine_window(g, 4) == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="width=5 exceeds the 4 layers"):
+        C.cosine_window(g, 5)
+    with pytest.raises(ValueError, match="cos_gap must be a finite"):
+        C.cosine_window(np.array([0.1, np.nan]), 1)
+
+
+def test_angle_gap_at_a_position_reads_that_token(data):
+    # causal attention: two texts that differ only after token p have the same states at p, so the NM angle there is
+    # zero at every layer, while at the last token (the default) it is not
+    ts, tok = data
+    m = tiny(n_layer=3, vocab=len(tok), seed=2)
+    words = ts.texts[0].split()
+    p = len(words) - 3
+    other = next(w for t in ts.texts for w in t.split() if w != words[p + 1] and not w.startswith("<"))
+    alt = " ".join(words[: p + 1] + [other] + words[p + 2:])
+    kw = dict(n_pairs=6, width=1, random_state=0)
+    at_p = C.layer_angle_gap(m, tok, [ts.texts[0]] * 2, [alt], position=p, **kw)
+    last = C.layer_angle_gap(m, tok, [ts.texts[0]] * 2, [alt], **kw)
+    same_as_last = C.layer_angle_gap(m, tok, [ts.texts[0]] * 2, [alt], position=len(words) - 1, **kw)
+    assert np.allclose(at_p.theta_nm, 0, atol=1e-4) and np.all(last.theta_nm > 1e-3)
+    np.testing.assert_array_equal(same_as_last.theta_nm, last.theta_nm)
+    with pytest.raises(ValueError, match="position=99 is past the end"):
+        C.layer_angle_gap(m, tok, [ts.texts[0]] * 2, [alt], position=99, **kw)
+
+
+def test_analyse_model_is_the_pipeline_step_by_step(data):
+    ts, tok = data
+    m = tiny(n_layer=3, n_head=2, vocab=len(tok), seed=4)
+    kw = dict(n_pairs=8, width=2, n_metric=3, size=8, n_rows=6, n_iter=10, query_from=KW["request_len"] + 2,
+              taus=(0.5,), n_random=3, random_state=5, perturb_random_state=6)
+    r = C.analyse_model(m, tok, ts, **kw)
+    safe, unsafe = ts.split()
+    g = C.layer_angle_gap(m, tok, safe, unsafe, n_pairs=8, width=2, random_state=5)
+    assert r["gap"].window == g.window and np.array_equal(r["gap"].gap, g.gap)
+    assert r["base_rate"] == C.copy_rate(m, tok, unsafe, ts.copy_index)[0]
+    assert r["cos_window"] == C.cosine_window(g.cos_gap, 2)
+    assert r["in_window"] == (r["top_layer"] in g.window)
+    assert r["overlap"] == len(set(r["key"]) & set(r["truth"]))
+    # the authors' width 3 is the whole of a 3-layer model
+    assert r["sens"]["authors"]["width"] == 3 and r["sens"]["authors"]["window"] == [0, 1, 2]
+    assert r["sens"]["authors"]["in_window"]
+    dk, dr = r["pert"][0.5]
+    assert dr.shape == (3,) and np.isfinite(dk)
+    # same seeds, same result
+    r2 = C.analyse_model(m, tok, ts, **kw)
+    assert r2["pert"][0.5][0] == dk and np.array_equal(r2["pert"][0.5][1], dr) and r2["key_all"] == r["key_all"]

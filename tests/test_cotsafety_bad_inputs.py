@@ -104,3 +104,17 @@ def test_rows_that_are_not_stochastic_are_refused_not_renormalised():
     rejects(C.head_jacobian_metrics, a, size=4, n_rows=4, random_state=0, match="row 2 sums to 0")
     b1, _, _ = C.head_jacobian_metrics(torch.softmax(torch.randn(5, 5), 1).float(), size=4, n_rows=4, random_state=0)
     assert np.isfinite(b1)
+
+
+@covers("cotsafety.cosine_window", "cotsafety.analyse_model", "cotsafety.layer_angle_gap")
+def test_window_rule_and_pipeline_rejects(lm):
+    m, tok, ts = lm
+    safe, unsafe = ts.split()
+    rejects(C.cosine_window, np.array([0.1, 0.2]), 3, match="width=3")
+    rejects(C.cosine_window, np.zeros((2, 2)), 1, match="1-d")
+    rejects(C.cosine_window, np.array([0.1]), 0, match="width")
+    kw = dict(n_pairs=4, width=1, n_metric=2, size=4, n_rows=4, n_iter=5, query_from=1)
+    rejects(C.analyse_model, m, tok, ts.texts, **kw, match="TraceSet")
+    rejects(C.analyse_model, m, tok, ts, **{**kw, "n_metric": 0}, match="n_metric")
+    rejects(C.layer_angle_gap, m, tok, safe, unsafe, width=1, position=-1, match="position")
+    rejects(C.layer_angle_gap, m, tok, safe, unsafe, width=1, position=50, match="position=50")

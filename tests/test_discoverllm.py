@@ -302,3 +302,89 @@ def test_without_focus_every_root_updates_at_once():
     assert set(res.reply.discovered) == {"a", "b"}
     res = sim.step(Message("artifact", ({"a": (1, 2), "b": (0, 0)},), 20))
     assert res.done  # b stays satisfied (skipped), a is now satisfied too
+
+
+# ----------------------------------------------------------------------------- authors' settings (issue #23)
+
+
+def test_summed_awareness_is_the_sum_of_root_gains():
+    """awareness="sum" (the authors' one criterion): ΔA is the sum over roots of each root's
+    raw tree-score change, computed here independently from hierarchy_score."""
+    dims = ("a", "b", "c")
+    msgs = [
+        Message("artifact", ({"a": (1, 2), "b": (0, 0)},), 120),
+        Message("artifact", ({"b": (3, 1), "c": (2, 2)}, {"b": (2, 0)}), 240),
+        Message("question", ({"b": (3,)},), 20),
+    ]
+    sims = {m: IntentSimulator(dims, depth=2, branching=4, awareness=m, random_state=7) for m in ("mean", "sum")}
+    for sim in sims.values():
+        sim.reset()
+    for msg in msgs:
+        before = [D.hierarchy_score([r], "aware")[0] for r in sims["sum"].roots]
+        out = {m: sim.step(msg) for m, sim in sims.items()}
+        after = [D.hierarchy_score([r], "aware")[0] for r in sims["sum"].roots]
+        gains = np.subtract(after, before)
+        assert out["sum"].info["delta_awareness"] == pytest.approx(gains.sum(), abs=1e-12)
+        assert out["mean"].info["delta_awareness"] == pytest.approx(gains.mean(), abs=1e-12)
+        # same user, same updates: only the pooling differs
+        assert out["sum"].info["discover"] == out["mean"].info["discover"]
+        assert out["sum"].reward == pytest.approx(out["sum"].info["delta_awareness"] - D.token_penalty(msg.tokens))
+    assert D.TaskConfig(awareness="sum").simulator(0).awareness == "sum"
+
+
+def test_bad_awareness_and_reward_modes_are_named():
+    with pytest.raises(ValueError, match="awareness='max'"):
+        IntentSimulator(("a",), awareness="max")
+    with pytest.raises(ValueError, match="reward='episode'"):
+        D.train_response_policy(TASK, iterations=1, reward="episode")
+    with pytest.raises(ValueError, match="eps is empty"):
+        D.summarize_episodes([])
+
+
+def test_turn_action_rewards_replay_the_policy_and_branch_exactly():
+    """At every probed state the branch of the action the policy took reproduces the reward
+    the rollout recorded; an open question never adds awareness (the updater's rule)."""
+    sched = [4, 3, 2, 5, 2, 3]
+    choose = lambda x, t, h: sched[t]  # noqa: E731
+    users, states = [3, 4, 5], [30, 40, 50]
+    eps = D.run_episodes(TASK, choose, sim_seeds=users, random_states=states)
+    pr = D.turn_action_rewards(TASK, choose, sim_seeds=users, random_states=states)
+    taken = np.array([sched[t] for t in pr["turn"]])
+    recorded = np.concatenate([e.rewards for e in eps])
+    assert pr["reward"].shape == (sum(e.turns for e in eps), len(D.ACTIONS))
+    np.testing.assert_allclose(pr["reward"][np.arange(len(taken)), taken], recorded, atol=1e-12)
+    assert np.all(pr["delta_awareness"][:, D.ACTIONS.index("open question")] == 0)
+    pen = pr["delta_awareness"] - pr["reward"]
+    np.testing.assert_allclose(pen[0], [D.token_penalty(TASK.costs.of(a)) for a in range(len(D.ACTIONS))], atol=1e-12)
+
+
+def test_per_message_training_is_deterministic_and_moves_off_open_questions():
+    """reward="turn": same seed, same policy. An open question never adds awareness, so its
+    single-turn reward (zero) is the lowest of any response type below the token allowance;
+    its probability at the first state must fall."""
+    kw = dict(iterations=12, groups=2, group_size=6, reward="turn", random_state=3)
+    p1, h1 = D.train_response_policy(TASK, **kw)
+    p2, h2 = D.train_response_policy(TASK, **kw)
+    assert h1 == h2 and len(h1["mean_return"]) == 12
+    x0 = TASK.assistant(0)
+    x0.reset(TASK.simulator(0).reset())
+    feats = x0.features(0, TASK.horizon)[None]
+    np.testing.assert_array_equal(p1.probs(feats), p2.probs(feats))
+    init = D.ResponseTypePolicy(TASK.n_features, random_state=int(np.random.default_rng(3).integers(0, 2**31)))
+    assert p1.probs(feats)[0, 0] < 0.5 * init.probs(feats)[0, 0]
+
+
+def test_summarize_episodes_on_hand_built_episodes():
+    e1 = D.Episode(actions=[3, 2], rewards=[0.5, 0.25], tokens=300, discover=1.0, satisfy=0.5, turns=2)
+    e2 = D.Episode(actions=[1, 4], rewards=[0.0, -0.1], tokens=100, discover=0.5, satisfy=0.0, turns=2)
+    su = D.summarize_episodes([e1, e2])
+    assert su == pytest.approx({"Discover": 0.75, "Satisfy": 0.25, "#Tok": 200, "turns": 2, "return": 0.325,
+                                "first k>=2": 0.5, "last k>=2": 0.5, "last k=1": 0.5})
+
+
+def test_train_and_evaluate_plays_the_greedy_policy():
+    users, states = [1, 2], [11, 12]
+    pol, eps = D.train_and_evaluate(TASK, iterations=2, groups=2, group_size=2, sim_seeds=users, random_states=states,
+                                    random_state=0)
+    ref = D.run_episodes(TASK, pol.greedy(), sim_seeds=users, random_states=states)
+    assert [e.actions for e in eps] == [e.actions for e in ref]

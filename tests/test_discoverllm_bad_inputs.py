@@ -178,3 +178,18 @@ def test_run_episodes_needs_at_least_one_conversation():
     rejects(D.run_episodes, TASK, None, sim_seeds=[], random_states=[], match="sim_seeds is empty")
     rejects(D.run_episodes, TASK, None, sim_seeds="12", random_states="12", match="sequence")
     rejects(D.run_episodes, TASK, None, sim_seeds=[1.5], random_states=[0], match="sim_seeds entry")
+
+
+@covers("discoverllm.policy.summarize_episodes", "discoverllm.policy.turn_action_rewards",
+        "discoverllm.policy.train_and_evaluate", "discoverllm.policy.train_response_policy",
+        "discoverllm.simulator.IntentSimulator")
+def test_authors_setting_helpers_bad_inputs():
+    rejects(D.summarize_episodes, [], match="eps is empty")
+    rejects(D.summarize_episodes, "ab", match="sequence of Episode")
+    rejects(D.summarize_episodes, [1, 2], match="Episode objects")
+    rejects(D.turn_action_rewards, TASK, None, sim_seeds="12", random_states=[1, 2], match="sequence")
+    rejects(D.turn_action_rewards, TASK, None, sim_seeds=[1], random_states=[1, 2], match="same length")
+    rejects(D.train_and_evaluate, TASK, iterations=0, groups=1, group_size=2, sim_seeds=[1], random_states=[1],
+            match="iterations")
+    rejects(D.train_response_policy, TASK, iterations=1, reward="episode", match="reward='episode'")
+    rejects(D.IntentSimulator, ("a",), awareness="max", match="awareness='max'")

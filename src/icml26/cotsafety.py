@@ -50,8 +50,10 @@ from icml26._common import RandomState, check_int, check_random_state, check_rea
 __all__ = [
     "HeadMetrics",
     "LayerGap",
+    "analyse_model",
     "attention_head_metrics",
     "copy_rate",
+    "cosine_window",
     "head_ablation",
     "head_jacobian_metrics",
     "head_temperature",
@@ -361,13 +363,19 @@ class LayerGap:
         return self.theta_nm - self.theta_nn
 
 
-def _last_hidden(model, tokenizer, texts, batch_size: int) -> np.ndarray:
-    ids, _ = _encode(tokenizer, texts)
+def _last_hidden(model, tokenizer, texts, batch_size: int, position: int | None = None) -> np.ndarray:
+    ids, offsets = _encode(tokenizer, texts)
+    if position is not None:
+        if len(set(offsets)) != 1:
+            raise ValueError("the tokenizer adds a different number of leading special tokens to different texts")
+        if any(position + offsets[0] >= len(x) for x in ids):
+            raise ValueError(f"position={position} is past the end of a text of {min(len(x) for x in ids) - offsets[0]} tokens")
+    at = -1 if position is None else position + offsets[0]  # index in the encoded sequence
     out: np.ndarray | None = None
     with torch.no_grad():
         for idx, x in _groups(ids, batch_size):
             hs = model(input_ids=x.to(_device(model)), output_hidden_states=True, use_cache=False).hidden_states
-            h = torch.stack([layer[:, -1, :] for layer in hs[1:]], 1).double().cpu().numpy()  # (b, L, d)
+            h = torch.stack([layer[:, at, :] for layer in hs[1:]], 1).double().cpu().numpy()  # (b, L, d)
             if out is None:
                 out = np.zeros((len(ids), *h.shape[1:]))
             out[idx] = h
@@ -383,6 +391,7 @@ def layer_angle_gap(
     n_pairs: int = 120,
     width: int = 3,
     drop_last: bool = False,
+    position: int | None = None,
     batch_size: int = 64,
     random_state: RandomState = None,
 ) -> LayerGap:
@@ -400,6 +409,10 @@ def layer_angle_gap(
         Window width ``w`` (3 in the paper), at most the number of layers considered.
     drop_last : bool
         Leave the last layer out of the window search (the paper does so for Qwen models).
+    position : int or None
+        Read the hidden states at this token instead of the last one (an index among the
+        text's own tokens, leading special tokens not counted, the same for every text);
+        ``None`` is the paper's last token.
     batch_size : int
         Texts per forward pass.
     random_state : None, int or numpy.random.Generator
@@ -421,9 +434,11 @@ def layer_angle_gap(
     n_layers = len(_attention_blocks(model)) - (1 if drop_last else 0)
     if width > n_layers:
         raise ValueError(f"width={width} exceeds the {n_layers} layers searched")
+    if position is not None:
+        position = check_int(position, "position", low=0)
     rng = check_random_state(random_state)
-    hs = _last_hidden(model, tokenizer, list(safe_texts), batch_size)
-    hm = _last_hidden(model, tokenizer, list(unsafe_texts), batch_size)
+    hs = _last_hidden(model, tokenizer, list(safe_texts), batch_size, position)
+    hm = _last_hidden(model, tokenizer, list(unsafe_texts), batch_size, position)
     nn = np.array([rng.choice(len(hs), size=2, replace=False) for _ in range(n_pairs)])
     nm = np.stack([rng.integers(0, len(hs), n_pairs), rng.integers(0, len(hm), n_pairs)], 1)
 
@@ -818,3 +833,159 @@ def head_temperature(model, heads: Sequence[tuple[int, int]], tau: float) -> Ite
     finally:
         for m in set_on:
             del m._icml26_tau
+
+
+# --------------------------------------------------------------------------------------------
+# The whole pipeline on one model (chapter 16's experiment)
+# --------------------------------------------------------------------------------------------
+def cosine_window(cos_gap: np.ndarray, width: int) -> list[int]:
+    """The authors' window rule: the ``width`` consecutive layers with the largest mean cosine gap.
+
+    :math:`\\arg\\max_s \\frac1w \\sum_{l=s}^{s+w-1} (\\overline{\\cos^{NN}_l} - \\overline{\\cos^{NM}_l})`,
+    the first maximum on ties.
+
+    Parameters
+    ----------
+    cos_gap : array, shape (L,)
+        :attr:`LayerGap.cos_gap`.
+    width : int
+        Window width ``w`` (3 in the authors' ``Layer.py``), at most ``L``.
+
+    Returns
+    -------
+    list of int
+
+    References
+    ----------
+    Tong et al., ICML 2026, ``CoT_Analysis/Layer.py`` (the window search on the cosine gap).
+    """
+    g = np.asarray(cos_gap, dtype=np.float64)
+    if g.ndim != 1 or g.size == 0 or not np.isfinite(g).all():
+        raise ValueError(f"cos_gap must be a finite non-empty 1-d array, got shape {g.shape}")
+    width = check_int(width, "width", low=1)
+    if width > g.size:
+        raise ValueError(f"width={width} exceeds the {g.size} layers of cos_gap")
+    start = int(np.argmax(np.convolve(g, np.ones(width) / width, mode="valid")))
+    return list(range(start, start + width))
+
+
+def analyse_model(model, tokenizer, trace_set, *, n_pairs: int, width: int, n_metric: int, size: int, n_rows: int,
+                  n_iter: int, query_from: int, key_ratio: float = 0.7, truth_ratio: float = 0.5,
+                  taus: Sequence[float] = (0.5, 2.0), n_random: int = 20, authors_pairs: int = 20, authors_width: int = 3,
+                  random_state: int = 0, perturb_random_state: int = 0) -> dict:
+    """Run the paper's pipeline on one model and score it against the planted circuit.
+
+    In order: copy rates; per-head ablation (the ground truth: heads whose ablation removes
+    at least ``truth_ratio`` of the largest drop of payload probability); the layer window
+    (:func:`layer_angle_gap`); head metrics and key heads inside the window and, as a
+    variant, over every layer (:func:`key_heads`); the change of the copy rate when the key
+    heads, the every-layer key heads, the circuit's heads and ``n_random`` random head sets
+    of each size are tempered by each ``tau`` (:func:`head_temperature`); the authors'
+    cosine-gap window (:func:`cosine_window`). Then two sensitivity readings that use their
+    own pair draws (so the readings above do not change): the authors' defaults (``r =
+    authors_pairs`` pairs, ``w = authors_width``, the cosine rule) with their key heads, and
+    the window read at the token whose next-token output is the copy (``copy_index - 1``).
+
+    Parameters
+    ----------
+    model, tokenizer
+        A Hugging Face causal LM and its tokenizer.
+    trace_set : icml26.tinylm.traces.TraceSet
+        Evaluation traces (``split()`` into safe and unsafe texts, ``copy_index``).
+    n_pairs, width : int
+        Pairs per group and window width of the primary window.
+    n_metric : int
+        Traces per class for the head metrics.
+    size, n_rows, n_iter, query_from : int
+        As in :func:`attention_head_metrics`.
+    key_ratio : float
+        Key-head threshold (0.7 in the paper).
+    truth_ratio : float
+        Ground-truth threshold on the ablation drop.
+    taus : sequence of float
+        Attention temperatures.
+    n_random : int
+        Random head sets per size.
+    authors_pairs, authors_width : int
+        The authors' defaults for the sensitivity reading (capped at the number of layers).
+    random_state : int
+        Seeds the window's pair draws and the power iterations.
+    perturb_random_state : int
+        Seeds the random head sets.
+
+    Returns
+    -------
+    dict
+        ``base_rate``, ``base_prob``, ``safe_rate``, ``drop`` and ``rate_drop`` (L, H),
+        ``truth``, ``gap`` (:class:`LayerGap`), ``m_safe``, ``m_unsafe``, ``keys``, ``key``,
+        ``pert``, ``overlap``, ``key_all``, ``pert_all``, ``pert_truth`` (per tau: the key
+        change and the random sets' changes), ``cos_window``, ``p_overlap``, ``top_layer``,
+        ``in_window``, and ``sens``: ``authors`` (window, key heads, overlap, in_window) and
+        ``copy_token`` (window, gap, in_window).
+    """
+    from scipy import stats
+
+    if not (hasattr(trace_set, "split") and hasattr(trace_set, "copy_index")):
+        raise TypeError(f"trace_set must be a TraceSet from icml26.tinylm.traces.make_traces, got {type(trace_set).__name__}")
+    n_metric = check_int(n_metric, "n_metric", low=1)
+    n_random = check_int(n_random, "n_random", low=1)
+    safe, unsafe = trace_set.split()
+    ci = trace_set.copy_index
+    L, H = len(_attention_blocks(model)), _n_heads(model)
+    base_rate, base_prob = copy_rate(model, tokenizer, unsafe, ci)
+    safe_rate, _ = copy_rate(model, tokenizer, safe, ci)
+    abl = head_ablation(model, tokenizer, unsafe, ci)
+    drop = abl["prob_drop"]
+    truth = (sorted((int(l), int(h)) for l, h in zip(*np.nonzero(drop >= truth_ratio * drop.max())))
+             if drop.max() > 0 else [])
+    gap = layer_angle_gap(model, tokenizer, safe, unsafe, n_pairs=n_pairs, width=width, random_state=random_state)
+    mkw = dict(size=size, n_rows=n_rows, n_iter=n_iter, query_from=query_from, random_state=random_state)
+    m_safe = attention_head_metrics(model, tokenizer, safe[:n_metric], gap.window, **mkw)
+    m_unsafe = attention_head_metrics(model, tokenizer, unsafe[:n_metric], gap.window, **mkw)
+    keys = key_heads(m_safe, m_unsafe, ratio=key_ratio)
+    key = keys["union"]
+    # the variant of issue #24: the same key-head rule over every layer, not only the window
+    all_layers = list(range(L))
+    key_all = key_heads(attention_head_metrics(model, tokenizer, safe[:n_metric], all_layers, **mkw),
+                        attention_head_metrics(model, tokenizer, unsafe[:n_metric], all_layers, **mkw),
+                        ratio=key_ratio)["union"]
+    all_heads = [(l, h) for l in range(L) for h in range(H)]
+    prng = np.random.default_rng(perturb_random_state)
+    sets_of = {n: [[all_heads[i] for i in prng.choice(len(all_heads), size=n, replace=False)] for _ in range(n_random)]
+               for n in sorted({len(key), len(key_all), len(truth)})}
+
+    def perturb(heads, tau):
+        with head_temperature(model, heads, tau):
+            k_rate = copy_rate(model, tokenizer, unsafe, ci)[0]
+        r_rates = []
+        for hs in sets_of[len(heads)]:
+            with head_temperature(model, hs, tau):
+                r_rates.append(copy_rate(model, tokenizer, unsafe, ci)[0])
+        return k_rate - base_rate, np.array(r_rates) - base_rate
+
+    pert = {tau: perturb(key, tau) for tau in taus}
+    pert_all = {tau: perturb(key_all, tau) for tau in taus}
+    # positive control: the circuit's own heads
+    pert_truth = {tau: perturb(truth, tau) for tau in taus}
+    cos_window = cosine_window(gap.cos_gap, width)
+    overlap = len(set(key) & set(truth))
+    p_overlap = float(stats.hypergeom.sf(overlap - 1, L * H, len(truth), len(key))) if key and truth else 1.0
+    top_layer = int(np.unravel_index(np.argmax(drop), drop.shape)[0])
+    # sensitivity readings, each with its own pair draws
+    wa = min(check_int(authors_width, "authors_width", low=1), L)
+    gap_a = layer_angle_gap(model, tokenizer, safe, unsafe, n_pairs=authors_pairs, width=wa, random_state=random_state)
+    win_a = cosine_window(gap_a.cos_gap, wa)
+    key_a = key_heads(attention_head_metrics(model, tokenizer, safe[:n_metric], win_a, **mkw),
+                      attention_head_metrics(model, tokenizer, unsafe[:n_metric], win_a, **mkw),
+                      ratio=key_ratio)["union"]
+    gap_c = layer_angle_gap(model, tokenizer, safe, unsafe, n_pairs=n_pairs, width=width, position=ci - 1,
+                            random_state=random_state)
+    sens = {
+        "authors": {"width": wa, "angle_window": gap_a.window, "window": win_a, "key": key_a,
+                    "overlap": len(set(key_a) & set(truth)), "in_window": top_layer in win_a},
+        "copy_token": {"window": gap_c.window, "gap": gap_c.gap, "in_window": top_layer in gap_c.window},
+    }
+    return dict(base_rate=base_rate, base_prob=base_prob, safe_rate=safe_rate, drop=drop, rate_drop=abl["rate_drop"],
+                truth=truth, gap=gap, m_safe=m_safe, m_unsafe=m_unsafe, keys=keys, key=key, pert=pert, overlap=overlap,
+                key_all=key_all, pert_all=pert_all, pert_truth=pert_truth, cos_window=cos_window, p_overlap=p_overlap,
+                top_layer=top_layer, in_window=top_layer in gap.window, sens=sens)

@@ -23,7 +23,10 @@ from .policy import (
     response_type_objective,
     run_episode,
     run_episodes,
+    summarize_episodes,
+    train_and_evaluate,
     train_response_policy,
+    turn_action_rewards,
 )
 from .reward import discovery_reward, token_penalty
 from .simulator import IntentNode, IntentSimulator, Message, StepResult, UserReply, chain_hierarchy, hierarchy_score, path_label
@@ -32,5 +35,6 @@ __all__ = [
     "ACTIONS", "BASELINES", "Episode", "IntentNode", "IntentSimulator", "Message", "ResponseTypePolicy", "StepResult",
     "SymbolicAssistant", "TaskConfig", "TokenCosts", "UserReply", "chain_hierarchy", "count_tokens", "discovery_reward",
     "hierarchy_score", "parse_message", "path_label", "render_message", "response_type_advantages", "response_type_objective",
-    "run_dialogue", "run_episode", "run_episodes", "scripted_responder", "token_penalty", "train_response_policy",
+    "run_dialogue", "run_episode", "run_episodes", "scripted_responder", "summarize_episodes", "train_and_evaluate", "token_penalty", "train_response_policy",
+    "turn_action_rewards",
 ]

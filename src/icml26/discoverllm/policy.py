@@ -25,6 +25,7 @@ judge); Shao et al., "DeepSeekMath", arXiv:2402.03300 (GRPO). Authors' code:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -44,7 +45,12 @@ __all__ = [
     "response_type_advantages",
     "response_type_objective",
     "train_response_policy",
+    "turn_action_rewards",
+    "summarize_episodes",
+    "train_and_evaluate",
 ]
+
+REWARD_MODES = ("conversation", "turn")
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,9 @@ class TaskConfig:
         Maximum number of assistant turns; a conversation ends earlier once the user is done.
     costs : TokenCosts
         Message lengths.
+    awareness : {"mean", "sum"}
+        How the reward pools the roots' awareness gains (see
+        :class:`~icml26.discoverllm.simulator.IntentSimulator`; ``"sum"`` is the authors' code).
     """
 
     dims: tuple[str, ...] = ("subject", "setting", "tone")
@@ -68,10 +77,12 @@ class TaskConfig:
     branching: int = 4
     horizon: int = 6
     costs: TokenCosts = field(default_factory=TokenCosts)
+    awareness: str = "mean"
 
     def simulator(self, random_state: RandomState = None) -> IntentSimulator:
         """A fresh simulator for this task."""
-        return IntentSimulator(self.dims, depth=self.depth, branching=self.branching, random_state=random_state)
+        return IntentSimulator(self.dims, depth=self.depth, branching=self.branching, awareness=self.awareness,
+                               random_state=random_state)
 
     def assistant(self, random_state: RandomState = None) -> SymbolicAssistant:
         """A fresh symbolic assistant for this task."""
@@ -341,11 +352,18 @@ def response_type_objective(logp, episode, advantages):
 
 
 def train_response_policy(task: TaskConfig, *, iterations: int = 200, groups: int = 4, group_size: int = 8, lr: float = 0.03,
-                          hidden: int = 32, random_state: RandomState = None, show_progress: bool = False):
+                          hidden: int = 32, reward: str = "conversation", random_state: RandomState = None,
+                          show_progress: bool = False):
     """Train a :class:`ResponseTypePolicy` on the discovery reward with group-normalised PG.
 
-    Each iteration draws ``groups`` simulated users; each user is met by ``group_size``
-    sampled conversations; one Adam step on :math:`-J`.
+    Each iteration draws ``groups`` simulated users and takes one Adam step on :math:`-J`.
+    With ``reward="conversation"`` (ours) each user is met by ``group_size`` sampled
+    conversations and each conversation gets one advantage from its return. With
+    ``reward="turn"`` (the authors' GRPO, whose reward scores a single next message) each
+    user is met by one sampled conversation; at every turn ``group_size`` candidate
+    response types are sampled at that same state, each is scored by its own single-turn
+    reward :math:`R_t` on a copy of the user and the assistant, the candidates' advantages
+    are normalised among themselves, and the conversation goes on with the first candidate.
 
     Parameters
     ----------
@@ -356,6 +374,8 @@ def train_response_policy(task: TaskConfig, *, iterations: int = 200, groups: in
         Adam learning rate.
     hidden : int
         Policy width.
+    reward : {"conversation", "turn"}
+        One advantage per conversation (ours) or per candidate message (the authors').
     random_state : int, Generator or None
         Seeds the initial weights, the users and the sampling.
     show_progress : bool
@@ -364,8 +384,19 @@ def train_response_policy(task: TaskConfig, *, iterations: int = 200, groups: in
     Returns
     -------
     (ResponseTypePolicy, dict)
-        The policy and a history with the mean return per iteration.
+        The policy and a history with the mean return per iteration (for ``"turn"``: the
+        return of the conversation each user actually had).
+
+    References
+    ----------
+    Authors' ``training/trainers/grpo.py`` (``num_generations`` = 8 completions per prompt,
+    ``max_new_turns`` = 0: the single-turn reward of ``pipeline/rewards.py``).
     """
+    if reward not in REWARD_MODES:
+        raise ValueError(f"reward={reward!r} is not valid; use one of {REWARD_MODES}")
+    if reward == "turn":
+        return _train_per_turn(task, iterations=iterations, groups=groups, group_size=group_size, lr=lr, hidden=hidden,
+                               random_state=random_state, show_progress=show_progress)
     torch = _torch()
     iterations = check_int(iterations, "iterations", low=1)
     groups = check_int(groups, "groups", low=1)
@@ -394,3 +425,149 @@ def train_response_policy(task: TaskConfig, *, iterations: int = 200, groups: in
         hist["discover"].append(float(np.mean([e.discover for e in eps])))
         hist["k_ge2_first"].append(float(np.mean([e.actions[0] >= 3 for e in eps])))
     return policy, hist
+
+
+def _state(task: TaskConfig, sim_seed: int, rng: np.random.Generator):
+    sim = task.simulator(random_state=check_int(sim_seed, "sim_seed", low=0))
+    ast = task.assistant(random_state=int(rng.integers(0, 2**31)))
+    ast.reset(sim.reset())
+    return sim, ast
+
+
+def _branch(sim: IntentSimulator, ast: SymbolicAssistant, action: int):
+    """Play ``action`` on copies of the user and the assistant; returns (sim, ast, result, message)."""
+    sim2, ast2 = sim.clone(), copy.deepcopy(ast)
+    msg = ast2.compose(action)
+    res = sim2.step(msg)
+    ast2.observe(res.reply, msg)
+    return sim2, ast2, res, msg
+
+
+def _train_per_turn(task, *, iterations, groups, group_size, lr, hidden, random_state, show_progress):
+    torch = _torch()
+    iterations = check_int(iterations, "iterations", low=1)
+    groups = check_int(groups, "groups", low=1)
+    group_size = check_int(group_size, "group_size", low=2)
+    lr = check_real(lr, "lr", lo=0.0, lo_open=True)
+    rng = check_random_state(random_state)
+    policy = ResponseTypePolicy(task.n_features, hidden=hidden, random_state=int(rng.integers(0, 2**31)))
+    opt = torch.optim.Adam(policy.net.parameters(), lr=lr)
+    hist = {"mean_return": [], "discover": [], "k_ge2_first": []}
+    for _ in progress(range(iterations), "GRPO iterations (per message)", disable=not show_progress):
+        users = rng.integers(0, 2**31, size=groups)
+        convs = [[*_state(task, int(u), rng), 0.0, None] for u in users]  # sim, ast, return, first action
+        feats, acts, advs = [], [], []
+        for turn in range(task.horizon):
+            live = [c for c in convs if not c[0].done]
+            if not live:
+                break
+            x = np.stack([c[1].features(turn, task.horizon) for c in live])  # (B, F)
+            probs = policy.probs(x)  # (B, A)
+            for j, c in enumerate(live):
+                cand = [_sample(probs[j], u) for u in rng.random(group_size)]  # (G,)
+                outs = [_branch(c[0], c[1], a) for a in cand]
+                r = np.array([o[2].reward for o in outs])  # (G,) single-turn rewards
+                advs.append(response_type_advantages(r, np.zeros(group_size, dtype=int)))
+                feats.append(np.repeat(x[j][None], group_size, 0))
+                acts.extend(cand)
+                if c[3] is None:
+                    c[3] = cand[0]
+                c[0], c[1] = outs[0][0], outs[0][1]
+                c[2] += float(r[0])
+        x_all = np.concatenate(feats)  # (S, F), one row per candidate message
+        a_all = torch.as_tensor(np.asarray(acts))  # (S,)
+        logp = torch.log_softmax(policy.logits(x_all), dim=-1).gather(1, a_all[:, None])[:, 0]  # (S,)
+        # each candidate is a one-step "episode" with its own advantage
+        loss = -response_type_objective(logp, torch.arange(len(acts)), torch.as_tensor(np.concatenate(advs)))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        hist["mean_return"].append(float(np.mean([c[2] for c in convs])))
+        hist["discover"].append(float(np.mean([c[0].levels()["discover"] for c in convs])))
+        hist["k_ge2_first"].append(float(np.mean([c[3] >= 3 for c in convs])))
+    return policy, hist
+
+
+def turn_action_rewards(task: TaskConfig, choose: Callable | ResponseTypePolicy | None, *, sim_seeds: Sequence[int],
+                        random_states: Sequence[RandomState]) -> dict[str, np.ndarray]:
+    """Single-turn reward of every response type at the states a policy visits.
+
+    Plays the conversations of :func:`run_episodes` (same users, same seeds, so the same
+    trajectories) and at every turn also plays each response type once on copies of the
+    user and the assistant, recording its :math:`\\Delta A_t` and its reward
+    :math:`R_t = \\Delta A_t - \\min(\\lambda\\max(0, \\text{tok} - \\tau), 1)`.
+
+    Parameters
+    ----------
+    task : TaskConfig
+    choose : callable, ResponseTypePolicy or None
+        The policy whose states are probed (as in :func:`run_episodes`).
+    sim_seeds, random_states : sequence
+        One simulated user and one assistant/sampling seed per conversation.
+
+    Returns
+    -------
+    dict
+        ``"delta_awareness"`` and ``"reward"``, each of shape ``(n_states, n_actions)``;
+        ``"turn"``, shape ``(n_states,)``, the 0-based turn of each probed state.
+    """
+    eps = run_episodes(task, choose, sim_seeds=sim_seeds, random_states=random_states)
+    da, rw, turns = [], [], []
+    for ep, s, r in zip(eps, sim_seeds, random_states):
+        rng = check_random_state(r)
+        sim, ast = _state(task, int(s), rng)
+        for t, a in enumerate(ep.actions):
+            outs = [_branch(sim, ast, b) for b in range(len(ACTIONS))]
+            da.append([o[2].info["delta_awareness"] for o in outs])
+            rw.append([o[2].reward for o in outs])
+            turns.append(t)
+            msg = ast.compose(a)  # replay the policy's own step with the original generators
+            res = sim.step(msg)
+            ast.observe(res.reply, msg)
+    return {"delta_awareness": np.asarray(da), "reward": np.asarray(rw), "turn": np.asarray(turns)}
+
+
+def summarize_episodes(eps: Sequence[Episode]) -> dict[str, float]:
+    """Means over conversations: Discover, Satisfy, #Tok, turns, return, and the first- and
+    last-turn shares of artifacts with at least two options (``k >= 2``) and of single drafts (``k = 1``)."""
+    if isinstance(eps, (str, bytes)) or not hasattr(eps, "__len__"):
+        raise TypeError(f"eps must be a sequence of Episode, got {type(eps).__name__}")
+    if len(eps) == 0:
+        raise ValueError("eps is empty; give at least one Episode")
+    if not all(isinstance(e, Episode) for e in eps):
+        raise TypeError("eps must hold Episode objects (from run_episodes)")
+    return {
+        "Discover": float(np.mean([e.discover for e in eps])),
+        "Satisfy": float(np.mean([e.satisfy for e in eps])),
+        "#Tok": float(np.mean([e.tokens for e in eps])),
+        "turns": float(np.mean([e.turns for e in eps])),
+        "return": float(np.mean([e.ret for e in eps])),
+        "first k>=2": float(np.mean([e.actions[0] >= 3 for e in eps])),
+        "last k>=2": float(np.mean([e.actions[-1] >= 3 for e in eps])),
+        "last k=1": float(np.mean([e.actions[-1] == 2 for e in eps])),
+    }
+
+
+def train_and_evaluate(task: TaskConfig, *, reward: str = "conversation", iterations: int, groups: int, group_size: int,
+                       sim_seeds: Sequence[int], random_states: Sequence[RandomState], random_state: RandomState = None):
+    """Train a policy with :func:`train_response_policy` and play its greedy form on held-out users.
+
+    Parameters
+    ----------
+    task : TaskConfig
+    reward : {"conversation", "turn"}
+        As in :func:`train_response_policy`.
+    iterations, groups, group_size : int
+        Training schedule.
+    sim_seeds, random_states : sequence
+        The held-out users and their seeds (as in :func:`run_episodes`).
+    random_state : int, Generator or None
+        Seeds the training.
+
+    Returns
+    -------
+    (ResponseTypePolicy, list of Episode)
+    """
+    pol, _ = train_response_policy(task, iterations=iterations, groups=groups, group_size=group_size, reward=reward,
+                                   random_state=random_state)
+    return pol, run_episodes(task, pol.greedy(), sim_seeds=sim_seeds, random_states=random_states)

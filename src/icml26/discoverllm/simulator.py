@@ -56,6 +56,7 @@ __all__ = [
 ]
 
 KINDS = ("question", "artifact")
+AWARENESS_MODES = ("mean", "sum")
 
 
 def path_label(dim: str, path: Sequence[int]) -> str:
@@ -294,6 +295,11 @@ class IntentSimulator:
         One root at a time (the authors' ``single_dimension_focus``, on by default).
     lam, tau, cap : float
         Token penalty :math:`\\min(\\lambda\\max(0, \\text{tok} - \\tau), \\text{cap})`.
+    awareness : {"mean", "sum"}
+        How the reward's :math:`\\Delta A_t` pools the roots' raw score changes: their mean
+        over dimensions (default), or their sum, as in the authors' code, whose
+        ``create_criteria`` returns one criterion holding every root (and the paper's node
+        count :math:`|I_{t+1}| - |I_t|`).
     hierarchies : sequence of IntentNode, optional
         Hand-built roots (one per dimension) instead of random target paths; copied on
         every reset.
@@ -317,6 +323,7 @@ class IntentSimulator:
         lam: float = 1e-3,
         tau: float = 250.0,
         cap: float = 1.0,
+        awareness: str = "mean",
         hierarchies: Sequence[IntentNode] | None = None,
         random_state: RandomState = None,
     ) -> None:
@@ -333,6 +340,9 @@ class IntentSimulator:
         self.lam = check_real(lam, "lam", lo=0.0)
         self.tau = check_real(tau, "tau", lo=0.0)
         self.cap = check_real(cap, "cap", lo=0.0)
+        if awareness not in AWARENESS_MODES:
+            raise ValueError(f"awareness={awareness!r} is not valid; use one of {AWARENESS_MODES}")
+        self.awareness = awareness
         if hierarchies is not None:
             hierarchies = list(hierarchies)
             if [h.dim for h in hierarchies] != list(dims) or not all(isinstance(h, IntentNode) for h in hierarchies):
@@ -360,7 +370,9 @@ class IntentSimulator:
         return {"discover": float(np.mean([s / n for s, n in aw])), "satisfy": float(np.mean([s / n for s, n in sa]))}
 
     def _raw(self, attr: str) -> float:
-        return float(np.mean([hierarchy_score([r], attr)[0] for r in self.roots]))
+        scores = [hierarchy_score([r], attr)[0] for r in self.roots]
+        # "sum": the authors' one criterion holding every root
+        return float(np.sum(scores) if self.awareness == "sum" else np.mean(scores))
 
     @property
     def done(self) -> bool:
@@ -447,7 +459,8 @@ class IntentSimulator:
         -------
         StepResult
             ``reward`` is :func:`icml26.discoverllm.discovery_reward` of this turn's
-            awareness gain (mean over dimensions of the raw score change) and tokens.
+            awareness gain (mean over dimensions of the raw score change, or their sum
+            with ``awareness="sum"``) and tokens.
 
         Raises
         ------
