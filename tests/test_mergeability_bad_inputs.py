@@ -120,6 +120,18 @@ def test_bad_pairs_and_metric_settings(small):
     rejects(mg.score_pair_merges, base, ft, tasks, [(0, 1)], alphas=[], match="at least one")
     rejects(mg.pairwise_metrics, base, ft, tasks, [(0, 1)], n_grad=10_000, match="exceed")
     rejects(mg.pairwise_metrics, base, ft, tasks, [(0, 1)], subspace_k=0, match="subspace_k")
+    rejects(mg.pairwise_metrics, base, ft, tasks, [(0, 1)], grad_samples="test", match="grad_samples")
+    rejects(mg.pairwise_metrics_loop, base, ft, tasks, [(0, 1)], grad_batch=0, match="grad_batch")
+    rejects(mg.pairwise_metrics, base, ft, tasks, [(0, 1)], grad_seed=1.5, match="grad_seed")
+    rejects(mg.score_pair_merges, base, ft, tasks, [(0, 1)], ties={"trim": 0.2}, match="merge_ties")
+
+
+@covers("mergeability.gradient_sample_draws", "mergeability.gradient_weights")
+def test_bad_gradient_sample_settings():
+    rejects(mg.gradient_sample_draws, 5, 6, match="exceeds")
+    rejects(mg.gradient_sample_draws, 0, 1, match="n_available")
+    rejects(mg.gradient_weights, 0, None, match="n")
+    rejects(mg.gradient_weights, 10, 0, match="batch")
 
 
 @covers("mergeability.driver_agreement")
