@@ -63,6 +63,7 @@ __all__ = [
     "pairwise_metrics_loop",
     "pretrain_backbone",
     "score_pair_merges",
+    "sensitivity_fits",
     "task_pairs",
 ]
 
@@ -1557,6 +1558,61 @@ def loto_mergeability(
     pv, tv = np.concatenate(pv), np.concatenate(tv)
     return LotoResult(coef=coef.numpy(), fold_r=np.array(fold_r), pooled_r=_safe_r(pearsonr, pv, tv),
                       pooled_rho=_safe_r(spearmanr, pv, tv), train_r=np.array(train_r))
+
+
+def sensitivity_fits(
+    base,
+    ft: FineTuned,
+    tasks: DigitTasks,
+    pairs: Sequence[tuple[int, int]],
+    M: np.ndarray,
+    merged: Mapping[str, Mapping[str, np.ndarray]],
+    *,
+    grad_variants: Mapping[str, Mapping],
+    metric_kw: Mapping,
+    alphas_before: Sequence[float] = (0.3, 0.5, 0.7, 1.0),
+    lam: float = 1.0,
+    fit: Mapping | None = None,
+    random_state: RandomState = 0,
+) -> dict:
+    """The LOTO fits of the chapter's sensitivity rows, for one seed's models.
+
+    * ``"grad"``: for every entry of ``grad_variants`` (keyword arguments of
+      :func:`pairwise_metrics` for the gradient metrics), the metrics recomputed that way
+      (only the six gradient columns change) and every method's targets ``merged`` fitted
+      on them;
+    * ``"merge"``: the targets of two earlier merge settings on the primary metrics ``M``
+      — TIES trimmed over the whole backbone at scale 1 (:data:`TIES_GLOBAL`, key
+      ``"ties_global"``) and task arithmetic with alpha tuned per pair on the validation
+      splits over ``alphas_before`` (key ``"arithmetic_tuned"``) — and that method fitted on them.
+
+    Every fit is :func:`loto_mergeability` with ``lam``, ``fit`` (e.g. :data:`LOTO_AUTHORS`)
+    and ``random_state``, as the primary fits.
+
+    Returns
+    -------
+    dict
+        ``{"grad": {name: {"M": (P, 28), "loto": {method: LotoResult}}},
+        "merge": {name: {"method": str, "target": dict, "loto": LotoResult}}}``.
+    """
+    fit = dict(fit or {})
+    if not isinstance(grad_variants, Mapping) or not isinstance(metric_kw, Mapping):
+        raise TypeError("grad_variants and metric_kw must be dicts of keyword arguments of pairwise_metrics")
+    if not isinstance(merged, Mapping) or set(merged) != set(MERGE_METHODS):
+        raise ValueError(f"merged must hold the targets of every merge method {list(MERGE_METHODS)}")
+    out: dict = {"grad": {}, "merge": {}}
+    for name, kw in grad_variants.items():
+        Mv = pairwise_metrics(base, ft, tasks, pairs, **metric_kw, **kw)
+        out["grad"][name] = {"M": Mv, "loto": {m: loto_mergeability(Mv, merged[m]["normalised"], pairs, lam=lam,
+                                                                    random_state=random_state, **fit)
+                                               for m in MERGE_METHODS}}
+    seed = seed_from(random_state)
+    for name, method, kw in (("ties_global", "ties", dict(ties=TIES_GLOBAL)),
+                             ("arithmetic_tuned", "arithmetic", dict(alphas=list(alphas_before)))):
+        target = score_pair_merges(base, ft, tasks, pairs, methods=[method], random_state=seed, **kw)[method]
+        out["merge"][name] = {"method": method, "target": target,
+                              "loto": loto_mergeability(M, target["normalised"], pairs, lam=lam, random_state=random_state, **fit)}
+    return out
 
 
 def _safe_r(fn, a, b) -> float:
