@@ -433,3 +433,29 @@ def test_score_pair_merges(setup4):
                          **{f"{v}_{s}": np.stack([getattr(tasks, f"{v}_{s}")[0]] * 2) for v in "Xy" for s in ("train", "val", "test")})
     r = mg.score_pair_merges(base, self_pair, same, [(0, 1)], methods=["weight_avg", "tsv"])
     assert r["weight_avg"]["normalised"][0] == pytest.approx(1.0)
+
+
+def test_sensitivity_fits_are_the_direct_calls(setup4):
+    tasks, base, ft = setup4
+    pairs = mg.task_pairs(tasks.n_tasks)
+    kw = dict(n_grad=6, n_act=5, subspace_k=4, sv_k=8)
+    merged = mg.score_pair_merges(base, ft, tasks, pairs, alphas=[0.3], random_state=0)
+    M = mg.pairwise_metrics(base, ft, tasks, pairs, **kw)
+    fit = dict(max_steps=50, patience=10, tol=1e-5)
+    out = mg.sensitivity_fits(base, ft, tasks, pairs, M, merged, grad_variants={"before": dict(grad_samples="first-train")},
+                              metric_kw=kw, lam=0.5, fit=fit, random_state=3)
+    Mb = mg.pairwise_metrics(base, ft, tasks, pairs, **kw, grad_samples="first-train")
+    np.testing.assert_array_equal(out["grad"]["before"]["M"], Mb)
+    # only the six gradient columns differ from the primary metrics
+    grad_cols = [i for i, n in enumerate(mg.METRIC_NAMES) if "gradient" in n]
+    other = [i for i in range(len(mg.METRIC_NAMES)) if i not in grad_cols]
+    np.testing.assert_array_equal(Mb[:, other], M[:, other])
+    assert not np.allclose(Mb[:, grad_cols], M[:, grad_cols])
+    direct = mg.loto_mergeability(Mb, merged["dare"]["normalised"], pairs, lam=0.5, random_state=3, **fit)
+    np.testing.assert_array_equal(out["grad"]["before"]["loto"]["dare"].coef, direct.coef)
+    glob = mg.score_pair_merges(base, ft, tasks, pairs, methods=["ties"], ties=mg.TIES_GLOBAL, random_state=3)["ties"]
+    np.testing.assert_array_equal(out["merge"]["ties_global"]["target"]["normalised"], glob["normalised"])
+    tuned = out["merge"]["arithmetic_tuned"]["target"]
+    assert set(tuned["alpha"]) <= {0.3, 0.5, 0.7, 1.0}
+    direct = mg.loto_mergeability(M, tuned["normalised"], pairs, lam=0.5, random_state=3, **fit)
+    np.testing.assert_array_equal(out["merge"]["arithmetic_tuned"]["loto"].coef, direct.coef)

@@ -172,3 +172,14 @@ def test_constant_targets_and_metrics_are_rejected_not_nan():
     rejects(mg.fit_pearson_l1, X, X[:, 0], init_sd=-0.1, match="init_sd")
     assert np.all(np.isfinite(mg.fit_pearson_l1(X, np.full(20, 0.7), objective="mse", max_steps=5)))
     rejects(mg.loto_mergeability, X[:15], np.full(15, 0.7), mg.task_pairs(6), match="y is constant.*holds out task")
+
+
+@covers("mergeability.sensitivity_fits")
+def test_bad_sensitivity_settings(small):
+    tasks, base, ft = small
+    pairs = mg.task_pairs(tasks.n_tasks)
+    M = np.zeros((len(pairs), len(mg.METRIC_NAMES)))
+    rejects(mg.sensitivity_fits, base, ft, tasks, pairs, M, {"ties": {}}, grad_variants={}, metric_kw={},
+            match="every merge method")
+    rejects(mg.sensitivity_fits, base, ft, tasks, pairs, M, {m: {} for m in mg.MERGE_METHODS}, grad_variants=[],
+            metric_kw={}, match="grad_variants")
