@@ -542,8 +542,9 @@ def per_example_grads(
     :math:`\delta_{l-1} = (\delta_l W_l) \odot \phi'(a_{l-1})` through each activation,
     the per-example gradients of layer :math:`l` are :math:`\delta_l a_{l-1}^\top`
     (weight) and :math:`\delta_l` (bias) — what Opacus's ``GradSampleModule`` hooks compute
-    for ``Linear``, without the hooks and without ``vmap``'s per-call tracing. It equals the
-    ``vmap`` path to float rounding (a test checks it); ``backend="vmap"`` forces ``vmap``.
+    for ``Linear``, without the hooks and without ``vmap``'s per-call tracing. It calls the
+    backward kernels autograd calls (log-softmax, tanh and ReLU backward), so it gives the
+    ``vmap`` path's numbers bit for bit (a test checks it); ``backend="vmap"`` forces ``vmap``.
 
     Parameters
     ----------
@@ -626,8 +627,12 @@ def _mlp_per_example_grads(model: nn.Sequential, x: torch.Tensor, y: torch.Tenso
                 pre.append(h)
                 h = torch.tanh(h) if isinstance(m, nn.Tanh) else torch.relu(h)
             acts.append(h)
-        delta = torch.softmax(h, dim=-1)  # (B, K): softmax(z) - onehot(y)
-        delta[torch.arange(len(y)), y] -= 1.0
+        # (B, K): softmax(z) - onehot(y), by the same kernels autograd uses for cross_entropy
+        # (log_softmax's backward on the nll gradient -onehot), so the result is bit for bit vmap's
+        lsm = torch.log_softmax(h, dim=-1)
+        g = torch.zeros_like(lsm)
+        g[torch.arange(len(y)), y] = -1.0
+        delta = torch.ops.aten._log_softmax_backward_data(g, lsm, -1, lsm.dtype)
         out: dict[str, torch.Tensor] = {}
         for i in range(len(model) - 1, -1, -1):
             m = model[i]
@@ -638,9 +643,9 @@ def _mlp_per_example_grads(model: nn.Sequential, x: torch.Tensor, y: torch.Tenso
                 if i > 0:
                     delta = delta @ params[f"{i}.weight"]  # (B, in)
             elif isinstance(m, nn.Tanh):
-                delta = delta * (1.0 - acts[i + 1] * acts[i + 1])
+                delta = torch.ops.aten.tanh_backward(delta, acts[i + 1])
             else:
-                delta = delta * (acts[i] > 0).to(delta.dtype)
+                delta = torch.ops.aten.threshold_backward(delta, acts[i + 1], 0)
     return {k: out[k] for k in params}
 
 
