@@ -24,6 +24,51 @@ def dirichlet_probs(n, K, seed, conc=0.5):
 # ----------------------------------------------------------------------------- hand-computed oracles
 
 
+def _ece_direct(p, y, n_bins):
+    """The top-label ECE the earlier way: argmax, gather, float64 bins (the oracle of the fast path)."""
+    pred = p.argmax(1)
+    conf = p[np.arange(len(p)), pred].astype(np.float64)
+    idx = np.minimum((conf * n_bins).astype(np.int64), n_bins - 1)
+    return float(np.abs(np.bincount(idx, weights=(pred == y) - conf, minlength=n_bins)).sum() / len(p))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_top_label_ece_fast_path_equals_argmax_and_gather_bit_for_bit(dtype):
+    rng = np.random.default_rng(5)
+    p = rng.dirichlet(np.full(6, 0.5), size=3000).astype(dtype)
+    p /= p.sum(1, keepdims=True)
+    # ties at the top, in different columns: the first maximum wins, as numpy.argmax
+    p[:200] = 0.0
+    p[:100, [1, 4]] = 0.5
+    p[100:200, [0, 2, 5]] = dtype(1) / dtype(3)
+    p[100:200, 5] = 1 - p[100:200, 0] - p[100:200, 2]
+    y = rng.integers(0, 6, size=3000)
+    y[:100] = 4  # a tie lost to the first maximum
+    conf, pred = C._top_label(p)
+    np.testing.assert_array_equal(pred, p.argmax(1))
+    np.testing.assert_array_equal(conf, p.max(1))
+    assert C.top_label_ece(p, y, 15) == _ece_direct(p, y, 15)
+    ro = p.copy()
+    ro.flags.writeable = False  # the NumPy route
+    assert C.top_label_ece(ro, y, 15) == _ece_direct(p, y, 15)
+    assert C.top_label_ece(np.asfortranarray(p), y, 15) == _ece_direct(p, y, 15)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_sum_check_is_the_exact_float64_one_near_the_tolerance(dtype):
+    rng = np.random.default_rng(6)
+    K = 10
+    p = rng.dirichlet(np.ones(K), size=4000)
+    # rows scaled to sums just inside and just outside 1 +- SUM_ATOL, straddling the fast sum's rounding
+    target = 1 + rng.choice([-1, 1], size=4000) * C.SUM_ATOL * (1 + rng.uniform(-3e-3, 3e-3, size=4000))
+    p = (p * target[:, None]).astype(dtype)
+    exact = np.abs(p.sum(1, dtype=np.float64) - 1) > C.SUM_ATOL
+    assert 0 < exact.sum() < len(p)
+    np.testing.assert_array_equal(C._rows_off_one(p), exact)
+    np.testing.assert_array_equal(C._rows_off_one(p.astype(np.float16)), np.abs(
+        p.astype(np.float16).sum(1, dtype=np.float64) - 1) > C.SUM_ATOL)
+
+
 def test_top_label_ece_by_hand():
     # confidences 0.9 (right), 0.9 (wrong), 0.6 (right), 0.55 (wrong); 2 bins [0, .5), [.5, 1]
     p = np.array([[0.9, 0.1], [0.9, 0.1], [0.4, 0.6], [0.55, 0.45]])

@@ -179,13 +179,79 @@ def test_tsv_keeps_a_fraction_of_components_and_orthogonal_factors():
 # ----------------------------------------------------------------------------- metrics
 
 
-def test_vectorised_metrics_equal_the_pairwise_loop(setup4):
+@pytest.mark.parametrize("grad", [dict(), dict(grad_batch=4), dict(grad_samples="first-train")])
+def test_vectorised_metrics_equal_the_pairwise_loop(setup4, grad):
     tasks, base, ft = setup4
     pairs = mg.task_pairs(tasks.n_tasks)
-    fast = mg.pairwise_metrics(base, ft, tasks, pairs, n_grad=6, n_act=5, subspace_k=4, sv_k=8)
-    slow = mg.pairwise_metrics_loop(base, ft, tasks, pairs, n_grad=6, n_act=5, subspace_k=4, sv_k=8)
+    fast = mg.pairwise_metrics(base, ft, tasks, pairs, n_grad=6, n_act=5, subspace_k=4, sv_k=8, **grad)
+    slow = mg.pairwise_metrics_loop(base, ft, tasks, pairs, n_grad=6, n_act=5, subspace_k=4, sv_k=8, **grad)
     assert fast.shape == (6, len(mg.METRIC_NAMES)) == (6, 28)
     np.testing.assert_allclose(fast, slow, rtol=1e-8, atol=1e-10)
+
+
+def test_authors_gradient_draws_are_python_random_reset_per_pair():
+    import random
+
+    random.seed(42)
+    first = sorted(random.sample(range(50), 10))
+    second = sorted(random.sample(range(50), 10))
+    a, b = mg.gradient_sample_draws(50, 10, grad_seed=42)
+    assert a.tolist() == first and b.tolist() == second and a.tolist() != b.tolist()
+    # the seed is reset: the same two sets every call
+    a2, b2 = mg.gradient_sample_draws(50, 10)
+    assert a2.tolist() == first and b2.tolist() == second
+
+
+def test_gradient_weights_of_the_authors_batches():
+    enc, inp = mg.gradient_weights(10, 8)
+    # batch means summed over batches, divided by n: 1/80 for the first eight, 1/20 for the last two
+    np.testing.assert_allclose(enc, [1 / 80] * 8 + [1 / 20] * 2)
+    np.testing.assert_allclose(inp, [1 / 8] * 8 + [1 / 2] * 2)
+    assert enc[-1] / enc[0] == pytest.approx(4.0)
+    enc, inp = mg.gradient_weights(10, None)
+    np.testing.assert_allclose(enc, 0.1) and np.testing.assert_allclose(inp, 0.1)
+    enc, _ = mg.gradient_weights(8, 8)  # one full batch: every sample alike
+    np.testing.assert_allclose(enc, 1 / 64)
+
+
+def _direct_gradients(base, ft, tasks, t, X, y, batch):
+    """The authors' loop for one model: batches in order, batch-mean loss, encoder grads summed then / n."""
+    n = len(y)
+    p = {k: ft.params[k][t].double().clone().requires_grad_(True) for k in base}
+    hw, hb = ft.head_weight[t].double(), ft.head_bias[t].double()
+    enc_sum, inputs = None, []
+    for lo in range(0, n, batch or n):
+        xb = torch.from_numpy(X[lo : lo + (batch or n)]).double().requires_grad_(True)
+        h = torch.relu(xb @ p["fc1.weight"].T + p["fc1.bias"])
+        h = torch.relu(h @ p["fc2.weight"].T + p["fc2.bias"])
+        z = (h @ hw.T + hb)[:, : tasks.n_classes[t]]
+        loss = torch.nn.functional.cross_entropy(z, torch.from_numpy(y[lo : lo + (batch or n)]))
+        g = torch.autograd.grad(loss, [*p.values(), xb])
+        flat = torch.cat([q.reshape(-1) for q in g[:-1]])
+        enc_sum = flat if enc_sum is None else enc_sum + flat
+        inputs.append(g[-1].reshape(-1))
+    return enc_sum / (n if batch else 1), torch.cat(inputs)
+
+
+@pytest.mark.parametrize("batch", [None, 4])
+def test_gradient_metrics_equal_a_direct_computation(setup4, batch):
+    tasks, base, ft = setup4
+    n = 6
+    fa, fb = mg.gradient_sample_draws(tasks.X_test.shape[1], n)
+    M = mg.pairwise_metrics(base, ft, tasks, [(1, 3)], n_grad=n, n_act=5, subspace_k=4, sv_k=8, grad_batch=batch)
+    ga, ia = _direct_gradients(base, ft, tasks, 1, tasks.X_test[1, fa], tasks.y_test[1, fa], batch)
+    gb, ib = _direct_gradients(base, ft, tasks, 3, tasks.X_test[3, fb], tasks.y_test[3, fb], batch)
+    col = {n_: M[0, i] for i, n_ in enumerate(mg.METRIC_NAMES)}
+    assert col["encoder_gradient_l2_distance"] == pytest.approx(float((ga - gb).norm()), rel=1e-10)
+    assert col["input_gradient_l2_distance"] == pytest.approx(float((ia - ib).norm()), rel=1e-10)
+    assert col["encoder_gradient_dot_product"] == pytest.approx(float(ga @ gb), rel=1e-10)
+    # the authors' draws: the two tasks of a pair see different base images; the earlier version, the same
+    assert fa.tolist() != fb.tolist()
+    M0 = mg.pairwise_metrics(base, ft, tasks, [(1, 3)], n_grad=n, n_act=5, subspace_k=4, sv_k=8,
+                             grad_samples="first-train")
+    g0a, _ = _direct_gradients(base, ft, tasks, 1, tasks.X_train[1, :n], tasks.y_train[1, :n], None)
+    g0b, _ = _direct_gradients(base, ft, tasks, 3, tasks.X_train[3, :n], tasks.y_train[3, :n], None)
+    assert M0[0, mg.METRIC_NAMES.index("encoder_gradient_l2_distance")] == pytest.approx(float((g0a - g0b).norm()), rel=1e-10)
 
 
 def test_metric_closed_forms(setup4):
@@ -216,7 +282,11 @@ def test_identical_models_have_maximal_overlap(setup4):
     # the same model evaluated on the same task data: make both tasks' data the first task's
     same = mg.DigitTasks(names=("a", "b"), n_classes=np.array([2, 2]), X_pretrain=two.X_pretrain, y_pretrain=two.y_pretrain,
                          **{f"{v}_{s}": np.stack([getattr(two, f"{v}_{s}")[0]] * 2) for v in "Xy" for s in ("train", "val", "test")})
-    col = dict(zip(mg.METRIC_NAMES, mg.pairwise_metrics(base, twin, same, [(0, 1)])[0], strict=True))
+    # on the same samples (the earlier first-train choice); the authors' draws give the two sides different samples
+    col = dict(zip(mg.METRIC_NAMES, mg.pairwise_metrics(base, twin, same, [(0, 1)], grad_samples="first-train")[0],
+                   strict=True))
+    drawn = dict(zip(mg.METRIC_NAMES, mg.pairwise_metrics(base, twin, same, [(0, 1)])[0], strict=True))
+    assert drawn["encoder_gradient_l2_distance"] > 1e-3 and drawn["task_vector_l2_distance"] == col["task_vector_l2_distance"]
     for n in ("task_vector_cosine_similarity", "right_subspace_overlap_top_k", "interaction_matrix_overlap_top_k",
               "encoder_gradient_cosine_similarity", "input_gradient_cosine_similarity", "activation_cosine_similarity"):
         assert math.isclose(col[n], 1.0, rel_tol=1e-9), n
@@ -346,6 +416,15 @@ def test_score_pair_merges(setup4):
     for r in res.values():
         assert r["normalised"].shape == (2,) and np.all(r["normalised"] >= 0)
     assert set(res["arithmetic"]["alpha"]) <= {0.3, 0.5, 0.7, 1.0}
+    # the TIES setting reaches the merge: the earlier global trim at scale 1 against a direct call
+    glob = mg.score_pair_merges(base, ft, tasks, pairs, methods=["ties"], ties=mg.TIES_GLOBAL)
+    tvs = [ft.task_vector(base, t) for t in range(tasks.n_tasks)]
+    direct = [mg.merge_ties(base, [tvs[a], tvs[b]], density=0.2, lam=1.0, per_tensor=False) for a, b in pairs]
+    acc = mg._pair_accuracy(direct, ft, tasks, pairs, "test")
+    np.testing.assert_array_equal(glob["ties"]["accuracy"], acc)
+    # one alpha: that alpha for every pair
+    fixed = mg.score_pair_merges(base, ft, tasks, pairs, methods=["arithmetic"], alphas=[0.3])
+    assert fixed["arithmetic"]["alpha"].tolist() == [0.3, 0.3]
     # a "merge" of a model with itself by weight averaging is the model: normalised accuracy 1
     self_pair = mg.FineTuned(params={k: torch.stack([v[0], v[0]]) for k, v in ft.params.items()},
                              head_weight=torch.stack([ft.head_weight[0]] * 2), head_bias=torch.stack([ft.head_bias[0]] * 2),
@@ -354,3 +433,29 @@ def test_score_pair_merges(setup4):
                          **{f"{v}_{s}": np.stack([getattr(tasks, f"{v}_{s}")[0]] * 2) for v in "Xy" for s in ("train", "val", "test")})
     r = mg.score_pair_merges(base, self_pair, same, [(0, 1)], methods=["weight_avg", "tsv"])
     assert r["weight_avg"]["normalised"][0] == pytest.approx(1.0)
+
+
+def test_sensitivity_fits_are_the_direct_calls(setup4):
+    tasks, base, ft = setup4
+    pairs = mg.task_pairs(tasks.n_tasks)
+    kw = dict(n_grad=6, n_act=5, subspace_k=4, sv_k=8)
+    merged = mg.score_pair_merges(base, ft, tasks, pairs, alphas=[0.3], random_state=0)
+    M = mg.pairwise_metrics(base, ft, tasks, pairs, **kw)
+    fit = dict(max_steps=50, patience=10, tol=1e-5)
+    out = mg.sensitivity_fits(base, ft, tasks, pairs, M, merged, grad_variants={"before": dict(grad_samples="first-train")},
+                              metric_kw=kw, lam=0.5, fit=fit, random_state=3)
+    Mb = mg.pairwise_metrics(base, ft, tasks, pairs, **kw, grad_samples="first-train")
+    np.testing.assert_array_equal(out["grad"]["before"]["M"], Mb)
+    # only the six gradient columns differ from the primary metrics
+    grad_cols = [i for i, n in enumerate(mg.METRIC_NAMES) if "gradient" in n]
+    other = [i for i in range(len(mg.METRIC_NAMES)) if i not in grad_cols]
+    np.testing.assert_array_equal(Mb[:, other], M[:, other])
+    assert not np.allclose(Mb[:, grad_cols], M[:, grad_cols])
+    direct = mg.loto_mergeability(Mb, merged["dare"]["normalised"], pairs, lam=0.5, random_state=3, **fit)
+    np.testing.assert_array_equal(out["grad"]["before"]["loto"]["dare"].coef, direct.coef)
+    glob = mg.score_pair_merges(base, ft, tasks, pairs, methods=["ties"], ties=mg.TIES_GLOBAL, random_state=3)["ties"]
+    np.testing.assert_array_equal(out["merge"]["ties_global"]["target"]["normalised"], glob["normalised"])
+    tuned = out["merge"]["arithmetic_tuned"]["target"]
+    assert set(tuned["alpha"]) <= {0.3, 0.5, 0.7, 1.0}
+    direct = mg.loto_mergeability(M, tuned["normalised"], pairs, lam=0.5, random_state=3, **fit)
+    np.testing.assert_array_equal(out["merge"]["arithmetic_tuned"]["loto"].coef, direct.coef)

@@ -120,6 +120,18 @@ def test_bad_pairs_and_metric_settings(small):
     rejects(mg.score_pair_merges, base, ft, tasks, [(0, 1)], alphas=[], match="at least one")
     rejects(mg.pairwise_metrics, base, ft, tasks, [(0, 1)], n_grad=10_000, match="exceed")
     rejects(mg.pairwise_metrics, base, ft, tasks, [(0, 1)], subspace_k=0, match="subspace_k")
+    rejects(mg.pairwise_metrics, base, ft, tasks, [(0, 1)], grad_samples="test", match="grad_samples")
+    rejects(mg.pairwise_metrics_loop, base, ft, tasks, [(0, 1)], grad_batch=0, match="grad_batch")
+    rejects(mg.pairwise_metrics, base, ft, tasks, [(0, 1)], grad_seed=1.5, match="grad_seed")
+    rejects(mg.score_pair_merges, base, ft, tasks, [(0, 1)], ties={"trim": 0.2}, match="merge_ties")
+
+
+@covers("mergeability.gradient_sample_draws", "mergeability.gradient_weights")
+def test_bad_gradient_sample_settings():
+    rejects(mg.gradient_sample_draws, 5, 6, match="exceeds")
+    rejects(mg.gradient_sample_draws, 0, 1, match="n_available")
+    rejects(mg.gradient_weights, 0, None, match="n")
+    rejects(mg.gradient_weights, 10, 0, match="batch")
 
 
 @covers("mergeability.driver_agreement")
@@ -160,3 +172,14 @@ def test_constant_targets_and_metrics_are_rejected_not_nan():
     rejects(mg.fit_pearson_l1, X, X[:, 0], init_sd=-0.1, match="init_sd")
     assert np.all(np.isfinite(mg.fit_pearson_l1(X, np.full(20, 0.7), objective="mse", max_steps=5)))
     rejects(mg.loto_mergeability, X[:15], np.full(15, 0.7), mg.task_pairs(6), match="y is constant.*holds out task")
+
+
+@covers("mergeability.sensitivity_fits")
+def test_bad_sensitivity_settings(small):
+    tasks, base, ft = small
+    pairs = mg.task_pairs(tasks.n_tasks)
+    M = np.zeros((len(pairs), len(mg.METRIC_NAMES)))
+    rejects(mg.sensitivity_fits, base, ft, tasks, pairs, M, {"ties": {}}, grad_variants={}, metric_kw={},
+            match="every merge method")
+    rejects(mg.sensitivity_fits, base, ft, tasks, pairs, M, {m: {} for m in mg.MERGE_METHODS}, grad_variants=[],
+            metric_kw={}, match="grad_variants")

@@ -62,13 +62,15 @@ def _check_probs(probs: Any, labels: Any = _NO_LABELS, *, name: str = "probs") -
         raise TypeError(f"{name} must hold real numbers, got dtype {p.dtype}")
     if p.ndim != 2 or p.shape[0] < 1 or p.shape[1] < 2:
         raise ValueError(f"{name} must have shape (n, K) with n >= 1 and K >= 2 classes, got shape {p.shape}")
-    if not np.all(np.isfinite(p)):
+    # min and max propagate NaN and an infinity lands outside [0, 1]: no separate isfinite pass
+    lo, hi = p.min(), p.max()
+    if not (np.isfinite(lo) and np.isfinite(hi)):
         raise ValueError(f"{name} holds NaN or infinite values; probabilities must be finite numbers in [0, 1]")
-    if p.min() < 0 or p.max() > 1:
+    if lo < 0 or hi > 1:
         raise ValueError(f"{name} must lie in [0, 1], got values in [{p.min():.4g}, {p.max():.4g}]")
-    s = p.sum(1, dtype=np.float64)
-    bad = np.abs(s - 1) > SUM_ATOL
+    bad = _rows_off_one(p)
     if bad.any():
+        s = p.sum(1, dtype=np.float64)
         i = int(np.argmax(bad))
         raise ValueError(
             f"{name}: rows must sum to 1 (within {SUM_ATOL:g}); {int(bad.sum())} do not, e.g. row {i} sums to {s[i]:.6g}"
@@ -89,6 +91,27 @@ def _check_probs(probs: Any, labels: Any = _NO_LABELS, *, name: str = "probs") -
     if y.min() < 0 or y.max() >= p.shape[1]:
         raise ValueError(f"labels must lie in [0, {p.shape[1] - 1}] (K = {p.shape[1]} classes), got [{y.min()}, {y.max()}]")
     return p, y
+
+
+def _rows_off_one(p: np.ndarray) -> np.ndarray:
+    """Rows (n,) of ``p`` whose sum is farther than ``SUM_ATOL`` from 1, as an exact float64 sum decides.
+
+    The row sums come from one matrix-vector product in ``p``'s own float type (a BLAS call,
+    several times faster than a float64 reduction over short rows); only rows whose fast sum
+    lies within that product's rounding bound of the tolerance are summed again in float64,
+    so the rows flagged are exactly those of ``|p.sum(1, dtype=float64) - 1| > SUM_ATOL``.
+    """
+    if not np.issubdtype(p.dtype, np.floating) or p.dtype.itemsize < 4:
+        return np.abs(p.sum(1, dtype=np.float64) - 1) > SUM_ATOL
+    s = p @ np.ones(p.shape[1], dtype=p.dtype)  # (n,)
+    # |fast - exact| <= K eps sum|p_ik| <= K eps (1 + SUM_ATOL) for rows near 1; doubled for safety
+    err = 2.0 * p.shape[1] * float(np.finfo(p.dtype).eps) * (1.0 + SUM_ATOL) + 1e-12
+    dev = np.abs(s.astype(np.float64) - 1)
+    bad = dev > SUM_ATOL + err
+    near = np.flatnonzero((dev > SUM_ATOL - err) & ~bad)
+    if near.size:
+        bad[near] = np.abs(p[near].sum(1, dtype=np.float64) - 1) > SUM_ATOL
+    return bad
 
 
 def _binned_gap(conf: np.ndarray, hit: np.ndarray, n_bins: int) -> float:
@@ -133,9 +156,22 @@ def top_label_ece(probs: Any, labels: Any, n_bins: int = 15) -> float:
     """
     n_bins = check_int(n_bins, "n_bins", low=1)
     p, y = _check_probs(probs, labels)
+    conf, pred = _top_label(p)
+    return _binned_gap(conf.astype(np.float64), pred == y, n_bins)
+
+
+def _top_label(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(max_k p_ik, argmax_k p_ik)`` per row, the first maximum on ties (as ``numpy.argmax``).
+
+    For a writeable float32/float64 array, torch's ``max(dim=1)`` gives both in one pass over
+    ``p``, about a third faster than ``argmax`` plus a gather over rows of ten classes; any
+    other array takes the NumPy route. Both give the same values.
+    """
+    if p.dtype in (np.float32, np.float64) and p.dtype.isnative and p.flags.writeable and p.flags.c_contiguous:
+        v, i = _torch().from_numpy(p).max(1)
+        return v.numpy(), i.numpy()
     pred = p.argmax(1)
-    conf = p[np.arange(p.shape[0]), pred].astype(np.float64)
-    return _binned_gap(conf, pred == y, n_bins)
+    return p[np.arange(p.shape[0]), pred], pred
 
 
 def classwise_ece(probs: Any, labels: Any, n_bins: int = 15) -> float:

@@ -525,13 +525,26 @@ def per_example_grads(
     x: torch.Tensor,
     y: torch.Tensor,
     params: Mapping[str, torch.Tensor] | None = None,
+    *,
+    backend: str = "auto",
 ) -> dict[str, torch.Tensor]:
-    """Per-example gradients ``{name: (B, *param.shape)}`` of ``loss_fn(model(x_i), y_i)``.
+    r"""Per-example gradients ``{name: (B, *param.shape)}`` of ``loss_fn(model(x_i), y_i)``.
 
     Uses ``torch.func.vmap(torch.func.grad(...))`` over a functional call of ``model``;
     ``params`` (default: the model's current parameters) lets one evaluate the gradient
     at a shifted point without touching the module. ``loss_fn`` must average over its
     batch (one example here), e.g. ``nn.functional.cross_entropy``.
+
+    For an ``nn.Sequential`` of ``Linear``, ``Tanh`` and ``ReLU`` layers with
+    ``loss_fn is nn.functional.cross_entropy`` (the networks of :func:`make_mlp`),
+    ``backend="auto"`` takes the closed form instead, one batched forward and backward
+    pass: with :math:`\delta_L = \mathrm{softmax}(z_i) - e_{y_i}` at the logits and
+    :math:`\delta_{l-1} = (\delta_l W_l) \odot \phi'(a_{l-1})` through each activation,
+    the per-example gradients of layer :math:`l` are :math:`\delta_l a_{l-1}^\top`
+    (weight) and :math:`\delta_l` (bias) — what Opacus's ``GradSampleModule`` hooks compute
+    for ``Linear``, without the hooks and without ``vmap``'s per-call tracing. It calls the
+    backward kernels autograd calls (log-softmax, tanh and ReLU backward), so it gives the
+    ``vmap`` path's numbers bit for bit (a test checks it); ``backend="vmap"`` forces ``vmap``.
 
     Parameters
     ----------
@@ -569,8 +582,12 @@ def per_example_grads(
         raise ValueError(f"x must be (B, ...) and y (B,) with the same B, got {tuple(x.shape)} and {tuple(y.shape)}")
     if x.is_floating_point() and not bool(torch.isfinite(x).all()):
         raise ValueError("x holds NaN or infinite values")
+    if backend not in ("auto", "vmap"):
+        raise ValueError(f"backend={backend!r} is not a backend; use 'auto' or 'vmap'")
     if params is None:
         params = {k: v.detach() for k, v in model.named_parameters()}
+    if backend == "auto" and _closed_form_ok(model, loss_fn, x, y, params):
+        return _mlp_per_example_grads(model, x, y, params)
 
     def loss_one(p: Mapping[str, torch.Tensor], xi: torch.Tensor, yi: torch.Tensor) -> torch.Tensor:
         out = functional_call(model, dict(p), (xi.unsqueeze(0),))  # (1, K)
@@ -579,6 +596,57 @@ def per_example_grads(
     if x.shape[0] == 0:
         return {k: torch.zeros((0, *v.shape), dtype=v.dtype) for k, v in params.items()}
     return vmap(grad(loss_one), in_dims=(None, 0, 0))(dict(params), x, y)
+
+
+_ACTIVATIONS = (nn.Tanh, nn.ReLU)
+
+
+def _closed_form_ok(model: nn.Module, loss_fn, x: torch.Tensor, y: torch.Tensor, params: Mapping[str, torch.Tensor]) -> bool:
+    """Whether :func:`_mlp_per_example_grads` applies: Linear/Tanh/ReLU layers, cross-entropy, 2-D float x."""
+    if loss_fn is not nn.functional.cross_entropy or not isinstance(model, nn.Sequential) or len(model) == 0:
+        return False
+    if x.ndim != 2 or not x.is_floating_point() or y.dtype not in (torch.int64, torch.int32) or x.shape[0] == 0:
+        return False
+    if not isinstance(model[-1], nn.Linear) or not all(isinstance(m, (nn.Linear, *_ACTIVATIONS)) for m in model):
+        return False
+    names = [f"{i}.{w}" for i, m in enumerate(model) if isinstance(m, nn.Linear) for w in ("weight", "bias")
+             if getattr(m, w) is not None]
+    return set(params) == set(names) and all(params[k].dtype == x.dtype for k in names)
+
+
+def _mlp_per_example_grads(model: nn.Sequential, x: torch.Tensor, y: torch.Tensor,
+                           params: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Closed-form per-example gradients of the cross-entropy of a Linear/Tanh/ReLU MLP (see :func:`per_example_grads`)."""
+    with torch.no_grad():
+        acts, pre = [x], []  # inputs of every layer (B, d_in), pre-activations
+        h = x
+        for i, m in enumerate(model):
+            if isinstance(m, nn.Linear):
+                h = nn.functional.linear(h, params[f"{i}.weight"], params.get(f"{i}.bias"))
+            else:
+                pre.append(h)
+                h = torch.tanh(h) if isinstance(m, nn.Tanh) else torch.relu(h)
+            acts.append(h)
+        # (B, K): softmax(z) - onehot(y), by the same kernels autograd uses for cross_entropy
+        # (log_softmax's backward on the nll gradient -onehot), so the result is bit for bit vmap's
+        lsm = torch.log_softmax(h, dim=-1)
+        g = torch.zeros_like(lsm)
+        g[torch.arange(len(y)), y] = -1.0
+        delta = torch.ops.aten._log_softmax_backward_data(g, lsm, -1, lsm.dtype)
+        out: dict[str, torch.Tensor] = {}
+        for i in range(len(model) - 1, -1, -1):
+            m = model[i]
+            if isinstance(m, nn.Linear):
+                out[f"{i}.weight"] = delta[:, :, None] * acts[i][:, None, :]  # (B, out, in)
+                if f"{i}.bias" in params:
+                    out[f"{i}.bias"] = delta.clone()
+                if i > 0:
+                    delta = delta @ params[f"{i}.weight"]  # (B, in)
+            elif isinstance(m, nn.Tanh):
+                delta = torch.ops.aten.tanh_backward(delta, acts[i + 1])
+            else:
+                delta = torch.ops.aten.threshold_backward(delta, acts[i + 1], 0)
+    return {k: out[k] for k in params}
 
 
 def two_point_grads(
@@ -682,12 +750,17 @@ def clip_and_sum(per_example: Mapping[str, torch.Tensor], max_norm: float) -> tu
     n = grads[0].shape[0]
     if any(g.shape[0] != n for g in grads):
         raise ValueError(f"per_example tensors disagree on the batch size: {[g.shape[0] for g in grads]}")
-    if not all(bool(torch.isfinite(g).all()) for g in grads):
-        raise ValueError("per_example gradients hold NaN or infinite values")
     if n == 0:
+        if not all(bool(torch.isfinite(g).all()) for g in grads):
+            raise ValueError("per_example gradients hold NaN or infinite values")
         return {k: torch.zeros(v.shape[1:], dtype=v.dtype) for k, v in per_example.items()}, torch.zeros(0)
     per_param = torch.stack([g.reshape(n, -1).norm(2, dim=-1) for g in grads], dim=1)  # (B, P)
     norms = per_param.norm(2, dim=1)  # (B,)
+    # a NaN or infinite entry makes its example's norm NaN or infinite: one check on (B,) norms
+    # instead of a pass over every gradient entry; the full check runs only when a norm is not
+    # finite (it may also have overflowed from finite entries, which are then accepted)
+    if not bool(torch.isfinite(norms).all()) and not all(bool(torch.isfinite(g).all()) for g in grads):
+        raise ValueError("per_example gradients hold NaN or infinite values")
     factor = (max_norm / (norms + 1e-6)).clamp(max=1.0)  # (B,)
     sums = {k: torch.einsum("i,i...", factor.to(v.dtype), v) for k, v in per_example.items()}
     return sums, norms

@@ -34,6 +34,7 @@ from ._common import RandomState, check_int, check_random_state, check_real, see
 
 __all__ = [
     "DEFAULT_TASKS",
+    "GRAD_SAMPLES",
     "LABEL_MAPS",
     "LOTO_AUTHORS",
     "MERGE_METHODS",
@@ -41,12 +42,15 @@ __all__ = [
     "METRIC_NAMES",
     "TASK_TRANSFORMS",
     "TIES_AUTHORS",
+    "TIES_GLOBAL",
     "DigitTasks",
     "FineTuned",
     "LotoResult",
     "driver_agreement",
     "finetune_tasks",
     "fit_pearson_l1",
+    "gradient_sample_draws",
+    "gradient_weights",
     "loto_mergeability",
     "make_digit_tasks",
     "merge_dare",
@@ -59,6 +63,7 @@ __all__ = [
     "pairwise_metrics_loop",
     "pretrain_backbone",
     "score_pair_merges",
+    "sensitivity_fits",
     "task_pairs",
 ]
 
@@ -637,6 +642,18 @@ def _ties(base, task_vectors, ties, density, lam, per_tensor):
 TIES_AUTHORS: dict = {"density": 0.2, "lam": 0.3, "per_tensor": True}
 """TIES as the authors run it: top 20 % per tensor (``ties_merger.py``), scaled by 0.3 (``conf/merger/ties.yaml``)."""
 
+TIES_GLOBAL: dict = {"density": 0.2, "lam": 1.0, "per_tensor": False}
+"""This book's earlier TIES: top 20 % over the whole backbone, scale 1 (kept for the sensitivity row)."""
+
+
+def _ties_kwargs(ties: Mapping | None) -> dict:
+    if ties is None:
+        return dict(TIES_AUTHORS)
+    if not isinstance(ties, Mapping) or not set(ties) <= {"density", "lam", "per_tensor"}:
+        raise ValueError(f"ties={ties!r} must be a dict with some of the keys density, lam, per_tensor "
+                         f"(keyword arguments of merge_ties)")
+    return {**TIES_AUTHORS, **ties}
+
 
 def merge_dare(base, task_vectors, *, drop: float = 0.9, scale: float = 1.0, random_state: RandomState = 0) -> dict[str, torch.Tensor]:
     """DARE: drop a fraction ``drop`` of each tau's entries at random, rescale, mean-merge.
@@ -734,17 +751,19 @@ def merge_tsv(base, task_vectors, *, alpha: float = 1.0) -> dict[str, torch.Tens
     return out
 
 
-def merge_pair(method: str, base, task_vectors, *, alpha: float = 1.0, random_state: RandomState = 0):
+def merge_pair(method: str, base, task_vectors, *, alpha: float = 1.0, random_state: RandomState = 0,
+               ties: Mapping | None = None):
     """Dispatch to one of :data:`MERGE_METHODS` with the paper's settings (TIES: :data:`TIES_AUTHORS`).
 
-    ``alpha`` is used by ``"arithmetic"`` only; ``random_state`` by ``"dare"`` only.
+    ``alpha`` is used by ``"arithmetic"`` only; ``random_state`` by ``"dare"`` only; ``ties``
+    (keyword arguments of :func:`merge_ties`, default :data:`TIES_AUTHORS`) by ``"ties"`` only.
     """
     if method == "weight_avg":
         return merge_weight_average(base, task_vectors)
     if method == "arithmetic":
         return merge_task_arithmetic(base, task_vectors, alpha)
     if method == "ties":
-        return merge_ties(base, task_vectors, **TIES_AUTHORS)
+        return merge_ties(base, task_vectors, **_ties_kwargs(ties))
     if method == "dare":
         return merge_dare(base, task_vectors, random_state=random_state)
     if method == "tsv":
@@ -773,6 +792,7 @@ def score_pair_merges(
     *,
     methods: Sequence[str] = MERGE_METHODS,
     alphas: Sequence[float] = (0.3, 0.5, 0.7, 1.0),
+    ties: Mapping | None = None,
     random_state: RandomState = 0,
 ) -> dict[str, dict[str, np.ndarray]]:
     """Merge every pair by every method and score the merged backbone.
@@ -795,7 +815,10 @@ def score_pair_merges(
     methods : sequence of str
         Subset of :data:`MERGE_METHODS`.
     alphas : sequence of float
-        Task-arithmetic grid.
+        Task-arithmetic grid (one value: that alpha for every pair, the authors' 0.3).
+    ties : dict, optional
+        Keyword arguments of :func:`merge_ties` (default :data:`TIES_AUTHORS`;
+        :data:`TIES_GLOBAL` is the earlier global trim at scale 1).
     random_state : int, Generator or None
         Seeds DARE (one seed per pair drawn from it).
 
@@ -824,6 +847,7 @@ def score_pair_merges(
     alphas = [check_real(a, "alpha", lo=0.0, lo_open=True) for a in alphas]
     if not alphas:
         raise ValueError("alphas must hold at least one value")
+    ties = _ties_kwargs(ties)
     rng = check_random_state(random_state)
     tvs = [ft.task_vector(base, t) for t in range(tasks.n_tasks)]
     ref_test, ref_val = ft.test_accuracy, ft.val_accuracy
@@ -843,7 +867,8 @@ def score_pair_merges(
             merged = [merge_task_arithmetic(base, [tvs[a], tvs[b]], float(al)) for (a, b), al in zip(pairs, best, strict=True)]
         else:
             best = None
-            merged = [merge_pair(m, base, [tvs[a], tvs[b]], random_state=int(s)) for (a, b), s in zip(pairs, dare_seeds, strict=True)]
+            merged = [merge_pair(m, base, [tvs[a], tvs[b]], random_state=int(s), ties=ties)
+                      for (a, b), s in zip(pairs, dare_seeds, strict=True)]
         acc = _pair_accuracy(merged, ft, tasks, pairs, "test")
         out[m] = {"normalised": normalised(acc, ref_test), "accuracy": acc}
         if best is not None:
@@ -882,7 +907,102 @@ class _Profiles:
     igrad: torch.Tensor  # (T, n*64) per-sample input gradients, concatenated
 
 
-def _profiles(base, ft: FineTuned, tasks: DigitTasks, task_ids: Sequence[int], n_grad: int, n_act: int) -> _Profiles:
+GRAD_SAMPLES = ("random-test", "first-train")
+"""Which samples the gradient metrics use: ``"random-test"`` (the authors' draws) or ``"first-train"`` (earlier)."""
+
+
+def _check_grad_args(grad_samples, grad_batch, grad_seed):
+    if grad_samples not in GRAD_SAMPLES:
+        raise ValueError(f"grad_samples={grad_samples!r} is not a choice; use one of {', '.join(GRAD_SAMPLES)}")
+    if grad_batch is not None:
+        grad_batch = check_int(grad_batch, "grad_batch")
+    if isinstance(grad_seed, bool) or not isinstance(grad_seed, (int, np.integer)):
+        raise TypeError(f"grad_seed={grad_seed!r} must be an integer")
+    return grad_samples, grad_batch, int(grad_seed)
+
+
+def gradient_sample_draws(n_available: int, n_grad: int, *, grad_seed: int = 42) -> tuple[np.ndarray, np.ndarray]:
+    """The authors' calibration draws for the gradient metrics of one pair: two sorted index sets.
+
+    ``random.seed(grad_seed)``, then ``random.sample(range(n_available), n_grad)`` for the
+    pair's first task and again, from the same stream, for its second (the authors'
+    ``build_pairwise_calibration_loader``, called afresh for every pair, so every pair
+    draws the same two sets; each set is sorted).
+
+    Parameters
+    ----------
+    n_available : int
+        Size of the split drawn from (the test split).
+    n_grad : int
+        Samples per task, ``1 <= n_grad <= n_available``.
+    grad_seed : int
+        The seed reset for every pair (the authors': 42).
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        Index sets (n_grad,) of the first and the second task of a pair.
+    """
+    import random
+
+    n_available, n_grad = check_int(n_available, "n_available"), check_int(n_grad, "n_grad")
+    if n_grad > n_available:
+        raise ValueError(f"n_grad={n_grad} exceeds the {n_available} samples available")
+    r = random.Random(int(grad_seed))
+    first = sorted(r.sample(range(n_available), n_grad))
+    second = sorted(r.sample(range(n_available), n_grad))
+    return np.array(first), np.array(second)
+
+
+def gradient_weights(n: int, batch: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """Per-sample weights of the encoder- and input-gradient metrics over ``n`` samples.
+
+    ``batch=None`` is the plain average the paper's text names: encoder gradient
+    ``(1/n) sum_i g_i``, input gradients ``x_i -> (1/n) dl_i/dx_i``. A ``batch`` size is the
+    authors' computation: batches of ``batch`` in order, the mean loss of each batch
+    back-propagated, the encoder gradients summed over batches and divided by ``n``
+    (weight ``1 / (n n_k)`` for a sample in a batch of ``n_k``), the input gradient of each
+    sample that of its batch's mean loss (weight ``1 / n_k``). With ``n = 10`` and batches of
+    eight, the last two samples weigh four times as much as the others.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        Encoder weights (n,) and input weights (n,).
+    """
+    n = check_int(n, "n")
+    if batch is None:
+        return np.full(n, 1.0 / n), np.full(n, 1.0 / n)
+    batch = check_int(batch, "batch")
+    nk = np.array([min(batch, n - (i // batch) * batch) for i in range(n)], dtype=float)
+    return 1.0 / (n * nk), 1.0 / nk
+
+
+def _gradients(p, hw, hb, mask, X: np.ndarray, y: np.ndarray, grad_batch: int | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Encoder gradients (T, D) and concatenated input gradients (T, n*64) of T models on their own samples."""
+    T, n = y.shape
+    keys = list(_PARAM_KEYS)
+    Xt = torch.from_numpy(X).double().requires_grad_(True)
+    p = {k: v.detach().clone().requires_grad_(True) for k, v in p.items()}
+    z = _logits(p, hw, hb, Xt, mask)
+    loss = torch.nn.functional.cross_entropy(z.reshape(-1, HEAD_WIDTH), torch.from_numpy(y).reshape(-1), reduction="none")
+    if grad_batch is None:
+        loss = loss.reshape(T, n).mean(1).sum()
+        scale_in = 1.0
+    else:
+        w_enc, w_in = gradient_weights(n, grad_batch)
+        loss = (loss.reshape(T, n) * torch.from_numpy(w_enc)).sum()
+        scale_in = torch.from_numpy(w_in / w_enc)[None, :, None]  # input weights from the encoder-weighted loss
+    grads = torch.autograd.grad(loss, [*[p[k] for k in keys], Xt])
+    grad = torch.cat([g.reshape(T, -1) for g in grads[:-1]], 1)
+    igrad = (grads[-1] * scale_in).reshape(T, -1)
+    return grad.detach(), igrad.detach()
+
+
+def _profiles(base, ft: FineTuned, tasks: DigitTasks, task_ids: Sequence[int], n_grad: int, n_act: int,
+              grad_samples: str = "first-train", grad_batch: int | None = None, grad_seed: int = 42,
+              draws: Sequence[int] = (0,)) -> _Profiles:
+    """Per-task profiles; the gradients of ``task_ids[i]`` are taken on draw ``draws[i]`` (0: first, 1: second)."""
     keys = list(_PARAM_KEYS)
     ids = torch.as_tensor(list(task_ids))
     tv = [{k: (ft.params[k][t] - base[k]).double() for k in keys} for t in task_ids]
@@ -894,18 +1014,17 @@ def _profiles(base, ft: FineTuned, tasks: DigitTasks, task_ids: Sequence[int], n
     Xall = torch.from_numpy(tasks.X_val[list(task_ids), :n_act].reshape(-1, N_PIXELS)).double()
     with torch.no_grad():
         act = _backbone_forward(p, Xall.expand(len(task_ids), -1, -1)).mean(1)  # (T, H)
-    # gradients: each model, its own loss, on its own first n_grad training samples
-    X = torch.from_numpy(tasks.X_train[list(task_ids), :n_grad]).double().requires_grad_(True)
-    y = torch.from_numpy(tasks.y_train[list(task_ids), :n_grad])
-    for v in p.values():
-        v.requires_grad_(True)
-    z = _logits(p, hw, hb, X, mask)
-    loss = torch.nn.functional.cross_entropy(z.reshape(-1, HEAD_WIDTH), y.reshape(-1), reduction="none")
-    loss = loss.reshape(len(task_ids), n_grad).mean(1).sum()
-    grads = torch.autograd.grad(loss, [*[p[k] for k in keys], X])
-    grad = torch.cat([g.reshape(len(task_ids), -1) for g in grads[:-1]], 1)
-    igrad = grads[-1].reshape(len(task_ids), -1)
-    return _Profiles(keys, tv, flat, act.detach(), grad.detach(), igrad.detach())
+    if grad_samples == "first-train":
+        # each model, its own loss, on its own first n_grad training samples
+        X, y = tasks.X_train[list(task_ids), :n_grad], tasks.y_train[list(task_ids), :n_grad]
+    else:
+        # the authors' draws from the test split: the pair's first task on the first set, its second on the second
+        sets = gradient_sample_draws(tasks.X_test.shape[1], n_grad, grad_seed=grad_seed)
+        idx = np.stack([sets[d] for d in (draws if len(draws) == len(task_ids) else [draws[0]] * len(task_ids))])
+        tid = np.asarray(list(task_ids))[:, None]
+        X, y = tasks.X_test[tid, idx], tasks.y_test[tid, idx]
+    grad, igrad = _gradients(p, hw, hb, mask, np.ascontiguousarray(X), np.ascontiguousarray(y), grad_batch)
+    return _Profiles(keys, tv, flat, act.detach(), grad, igrad)
 
 
 def _vec_pair_stats(V: torch.Tensor, a: np.ndarray, b: np.ndarray) -> dict[str, np.ndarray]:
@@ -951,14 +1070,23 @@ def pairwise_metrics(
     n_act: int = 10,
     subspace_k: int = 10,
     sv_k: int = 100,
+    grad_samples: str = "random-test",
+    grad_batch: int | None = None,
+    grad_seed: int = 42,
 ) -> np.ndarray:
     """The 28 pairwise metrics of :data:`METRIC_NAMES` for every pair, vectorised.
 
     Per task, once: the task vector and the SVD of each 2-D update; the mean activation of
     the last hidden layer on a pooled calibration set (``n_act`` validation samples of
-    every task); the mean gradient of the model's own loss on its first ``n_grad`` training
-    samples w.r.t. the backbone (encoder gradient) and the per-sample gradients w.r.t. the
-    inputs (input gradient, concatenated). Per pair, from those: Gram-matrix quantities
+    every task); the mean gradient of the model's own loss on ``n_grad`` samples of its own
+    task w.r.t. the backbone (encoder gradient) and the per-sample gradients w.r.t. the
+    inputs (input gradient, concatenated). The samples are the authors' draws
+    (:func:`gradient_sample_draws`: ``n_grad`` random test samples, the seed reset for every
+    pair, so a pair's first task always gets the first set and its second task the second)
+    or, with ``grad_samples="first-train"``, each task's first ``n_grad`` training samples
+    (both tasks then see the same base images); the weights are
+    :func:`gradient_weights` (``grad_batch=None``: the plain average of the paper's text;
+    ``grad_batch=8``: the authors' code). Per pair, from those: Gram-matrix quantities
     (cosine, L2 distance, dot, angle in degrees, magnitude ratio min/max), the two singular
     values of the 2 x D stack [tau_a; tau_b] (closed form from the 2 x 2 Gram), per-layer
     2 x d stacks weighted by ``||tau_a|| + ||tau_b||`` (layer-wise effective rank), and per
@@ -980,6 +1108,12 @@ def pairwise_metrics(
         Samples per task for the gradient and activation metrics (the paper: 10).
     subspace_k, sv_k : int
         k of the subspace overlaps (10) and of the singular-value overlap (100).
+    grad_samples : {"random-test", "first-train"}
+        Which samples the gradient metrics use (see above).
+    grad_batch : int, optional
+        None: the plain average; an int: the authors' batches of that size.
+    grad_seed : int
+        The seed of the authors' draws (42), reset for every pair.
 
     Returns
     -------
@@ -991,11 +1125,20 @@ def pairwise_metrics(
     Zhou et al. (2026), Sec. 3; the authors' ``compute_all_svd_metrics`` and registry.
     """
     base, pairs, n_grad, n_act, subspace_k, sv_k = _check_metric_args(base, ft, tasks, pairs, n_grad, n_act, subspace_k, sv_k)
+    grad_samples, grad_batch, grad_seed = _check_grad_args(grad_samples, grad_batch, grad_seed)
     used = sorted({t for pr in pairs for t in pr})
     pos = {t: i for i, t in enumerate(used)}
-    prof = _profiles({k: v.double() for k, v in base.items()}, ft, tasks, used, n_grad, n_act)
+    based = {k: v.double() for k, v in base.items()}
+    gkw = dict(grad_samples=grad_samples, grad_batch=grad_batch, grad_seed=grad_seed)
+    prof = _profiles(based, ft, tasks, used, n_grad, n_act, **gkw, draws=(0,))
     a = np.array([pos[p[0]] for p in pairs])
     b = np.array([pos[p[1]] for p in pairs])
+    if grad_samples == "first-train":
+        enc, inp, gb = prof.grad, prof.igrad, b
+    else:
+        # every task's gradients on both draws; a pair reads its first task's on the first, its second's on the second
+        prof2 = _profiles(based, ft, tasks, used, n_grad, n_act, **gkw, draws=(1,))
+        enc, inp, gb = torch.cat([prof.grad, prof2.grad]), torch.cat([prof.igrad, prof2.igrad]), b + len(used)
     cols: dict[str, np.ndarray] = {}
     w = _vec_pair_stats(prof.flat, a, b)
     cols["task_vector_cosine_similarity"] = w["cos"]
@@ -1041,8 +1184,8 @@ def pairwise_metrics(
     s = _vec_pair_stats(prof.act, a, b)
     cols.update({"activation_l2_distance": s["l2"], "activation_cosine_similarity": s["cos"],
                  "activation_magnitude_ratio": s["ratio"], "activation_dot_product": s["dot"]})
-    for prefix, V in (("encoder", prof.grad), ("input", prof.igrad)):
-        s = _vec_pair_stats(V, a, b)
+    for prefix, V in (("encoder", enc), ("input", inp)):
+        s = _vec_pair_stats(V, a, gb)
         cols[f"{prefix}_gradient_cosine_similarity"] = s["cos"]
         cols[f"{prefix}_gradient_l2_distance"] = s["l2"]
         cols[f"{prefix}_gradient_dot_product"] = s["dot"]
@@ -1056,9 +1199,10 @@ def _check_metric_args(base, ft, tasks, pairs, n_grad, n_act, subspace_k, sv_k):
     pairs = task_pairs(tasks.n_tasks) if pairs is None else _check_pairs(pairs, tasks.n_tasks)
     n_grad = check_int(n_grad, "n_grad")
     n_act = check_int(n_act, "n_act")
-    if n_grad > tasks.X_train.shape[1] or n_act > tasks.X_val.shape[1]:
-        raise ValueError(f"n_grad={n_grad} / n_act={n_act} exceed the train / val split sizes "
-                         f"{tasks.X_train.shape[1]} / {tasks.X_val.shape[1]}")
+    n_g = min(tasks.X_train.shape[1], tasks.X_test.shape[1])
+    if n_grad > n_g or n_act > tasks.X_val.shape[1]:
+        raise ValueError(f"n_grad={n_grad} / n_act={n_act} exceed the train-and-test / val split sizes "
+                         f"{n_g} / {tasks.X_val.shape[1]}")
     return base, pairs, n_grad, n_act, check_int(subspace_k, "subspace_k"), check_int(sv_k, "sv_k")
 
 
@@ -1072,19 +1216,27 @@ def pairwise_metrics_loop(
     n_act: int = 10,
     subspace_k: int = 10,
     sv_k: int = 100,
+    grad_samples: str = "random-test",
+    grad_batch: int | None = None,
+    grad_seed: int = 42,
 ) -> np.ndarray:
-    """The same 28 metrics as :func:`pairwise_metrics`, one pair at a time, as the authors' code does.
+    """The same 28 metrics as :func:`pairwise_metrics`, one pair at a time: our own per-pair loop.
 
-    Every pair recomputes both models' activations and gradients, the SVD of the stacked
-    task vectors and the SVDs of every 2-D update. The reference for the tests and the
-    benchmark; parameters and return value as in :func:`pairwise_metrics`.
+    Written pair by pair in the order of the authors' code (every pair recomputes both
+    models' activations and gradients, the SVD of the stacked task vectors and the SVDs
+    of every 2-D update), but it is ours, not the authors' code, and it shares the
+    per-task helpers (forward pass, gradients, rank statistics) with
+    :func:`pairwise_metrics`: it checks the batching over pairs, not those helpers.
+    Parameters and return value as in :func:`pairwise_metrics`.
     """
     base, pairs, n_grad, n_act, subspace_k, sv_k = _check_metric_args(base, ft, tasks, pairs, n_grad, n_act, subspace_k, sv_k)
+    grad_samples, grad_batch, grad_seed = _check_grad_args(grad_samples, grad_batch, grad_seed)
     used = sorted({t for pr in pairs for t in pr})
     based = {k: v.double() for k, v in base.items()}
     rows = []
     for pa, pb in pairs:
-        prof = _profiles(based, ft, tasks, [pa, pb], n_grad, n_act)
+        prof = _profiles(based, ft, tasks, [pa, pb], n_grad, n_act, grad_samples=grad_samples,
+                         grad_batch=grad_batch, grad_seed=grad_seed, draws=(0, 1))
         # the activation calibration set pools every task of the experiment, as in pairwise_metrics
         Xall = torch.from_numpy(tasks.X_val[used, :n_act].reshape(-1, N_PIXELS)).double()
         pp = {k: ft.params[k][[pa, pb]].double() for k in _PARAM_KEYS}
@@ -1406,6 +1558,61 @@ def loto_mergeability(
     pv, tv = np.concatenate(pv), np.concatenate(tv)
     return LotoResult(coef=coef.numpy(), fold_r=np.array(fold_r), pooled_r=_safe_r(pearsonr, pv, tv),
                       pooled_rho=_safe_r(spearmanr, pv, tv), train_r=np.array(train_r))
+
+
+def sensitivity_fits(
+    base,
+    ft: FineTuned,
+    tasks: DigitTasks,
+    pairs: Sequence[tuple[int, int]],
+    M: np.ndarray,
+    merged: Mapping[str, Mapping[str, np.ndarray]],
+    *,
+    grad_variants: Mapping[str, Mapping],
+    metric_kw: Mapping,
+    alphas_before: Sequence[float] = (0.3, 0.5, 0.7, 1.0),
+    lam: float = 1.0,
+    fit: Mapping | None = None,
+    random_state: RandomState = 0,
+) -> dict:
+    """The LOTO fits of the chapter's sensitivity rows, for one seed's models.
+
+    * ``"grad"``: for every entry of ``grad_variants`` (keyword arguments of
+      :func:`pairwise_metrics` for the gradient metrics), the metrics recomputed that way
+      (only the six gradient columns change) and every method's targets ``merged`` fitted
+      on them;
+    * ``"merge"``: the targets of two earlier merge settings on the primary metrics ``M``
+      — TIES trimmed over the whole backbone at scale 1 (:data:`TIES_GLOBAL`, key
+      ``"ties_global"``) and task arithmetic with alpha tuned per pair on the validation
+      splits over ``alphas_before`` (key ``"arithmetic_tuned"``) — and that method fitted on them.
+
+    Every fit is :func:`loto_mergeability` with ``lam``, ``fit`` (e.g. :data:`LOTO_AUTHORS`)
+    and ``random_state``, as the primary fits.
+
+    Returns
+    -------
+    dict
+        ``{"grad": {name: {"M": (P, 28), "loto": {method: LotoResult}}},
+        "merge": {name: {"method": str, "target": dict, "loto": LotoResult}}}``.
+    """
+    fit = dict(fit or {})
+    if not isinstance(grad_variants, Mapping) or not isinstance(metric_kw, Mapping):
+        raise TypeError("grad_variants and metric_kw must be dicts of keyword arguments of pairwise_metrics")
+    if not isinstance(merged, Mapping) or set(merged) != set(MERGE_METHODS):
+        raise ValueError(f"merged must hold the targets of every merge method {list(MERGE_METHODS)}")
+    out: dict = {"grad": {}, "merge": {}}
+    for name, kw in grad_variants.items():
+        Mv = pairwise_metrics(base, ft, tasks, pairs, **metric_kw, **kw)
+        out["grad"][name] = {"M": Mv, "loto": {m: loto_mergeability(Mv, merged[m]["normalised"], pairs, lam=lam,
+                                                                    random_state=random_state, **fit)
+                                               for m in MERGE_METHODS}}
+    seed = seed_from(random_state)
+    for name, method, kw in (("ties_global", "ties", dict(ties=TIES_GLOBAL)),
+                             ("arithmetic_tuned", "arithmetic", dict(alphas=list(alphas_before)))):
+        target = score_pair_merges(base, ft, tasks, pairs, methods=[method], random_state=seed, **kw)[method]
+        out["merge"][name] = {"method": method, "target": target,
+                              "loto": loto_mergeability(M, target["normalised"], pairs, lam=lam, random_state=random_state, **fit)}
+    return out
 
 
 def _safe_r(fn, a, b) -> float:
