@@ -444,7 +444,9 @@ class LinearGlobalKernel(_OneHotKernel):
         self._no_last_dim_is_batch(last_dim_is_batch)
         z1, z2 = self._unflatten(x1), self._unflatten(x2)  # (..., N, L, A), (..., M, L, A)
         C = self.correlation().to(z1)  # (*batch, A, A)
-        z1C = z1 @ C.unsqueeze(-3)  # (..., N, L, A): row l is C[x_l, :]
+        # without a batch of hyper-parameters, z1 @ C is one (N*L, A) x (A, A) product; the
+        # broadcast form below would run it as N small batched products (twice as slow)
+        z1C = z1 @ (C if C.ndim == 2 else C.unsqueeze(-3))  # (..., N, L, A): row l is C[x_l, :]
         if diag:
             return (z1C * z2).sum(dim=(-1, -2))  # (..., N)
         return z1C.flatten(-2) @ z2.flatten(-2).transpose(-1, -2)  # (..., N, M)
