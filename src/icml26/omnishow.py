@@ -487,6 +487,8 @@ def shuffled_audio(batches: Callable) -> Callable:
 
     The audio statistics stay those of real clips; only the sync with the video is lost.
     """
+    if not callable(batches):
+        raise TypeError(f"batches must be a callable i -> (video, conditions), got {type(batches).__name__}")
 
     def batch(i: int):
         v, c = batches(i)
@@ -545,6 +547,11 @@ def conditioning_ablation(
         trace}}), ``samples`` ({name: (RA2V scores, RP2V scores)} of ``keep_samples``) and
         ``shuffled`` (one dict per seed: ``sync``, ``gate``).
     """
+    if not isinstance(variants, Mapping) or not variants:
+        raise ValueError(f"variants must be a non-empty mapping name -> DiTConfig options, got {variants!r}")
+    if not isinstance(train_clips, HOIClips) or not isinstance(test_clips, HOIClips):
+        raise TypeError("train_clips and test_clips must be HOIClips")
+    steps, euler = check_int(steps, "steps"), check_int(euler, "euler")
     if shuffled is not None and shuffled not in variants:
         raise ValueError(f"shuffled={shuffled!r} is not one of the variants {list(variants)}")
     rows, gates, samples, shuf_rows = [], {n: {} for n in variants}, {}, []
@@ -614,6 +621,8 @@ def training_recipes(
         ``lams`` (per seed and merge weight: ``merged_scarce``, the picking loss, and
         ``merged_heldout``, the held-out loss of the merge before its fine-tune).
     """
+    if not isinstance(val_clips, HOIClips):
+        raise TypeError(f"val_clips must be HOIClips, got {type(val_clips).__name__}")
     steps_total = 2 * check_int(stage_steps, "stage_steps") + check_int(joint_steps, "joint_steps")
     tasks = list(joint_tasks)
     fresh = lambda s: TinyDiT(DiTConfig(**model, refs="channel", audio="glca"), random_state=s)  # noqa: E731
