@@ -2005,11 +2005,26 @@ def value_markets(market_seeds, *, market_half: int, n_test_per_class: int, knn_
     the MH chains use burn-in ``burn_n2 n^2`` and thinning ``thin_n2 n^2`` and are seeded
     by ``100 ms + k`` for the ``k``-th method. Point values are summed per provider.
 
+    Parameters
+    ----------
+    market_seeds : iterable of int
+    market_half, n_test_per_class : int
+        Passed to :func:`make_data_market`.
+    knn_k : int
+        Neighbours of the :class:`KNNUtility`.
+    mh_orders, burn_n2, thin_n2, mh_chains : int
+        Orders per estimate, burn-in and thinning in units of ``n^2``, MH chains.
+    weight_bases : sequence of float
+        The PASV weight bases ``b``.
+
     Returns
     -------
     (list of dict, list of dict, list of DataMarket)
         Rows ``seed, method, provider, value``; per market, the :func:`pasv_mc` results by
         method; the markets.
+    References
+    ----------
+    .. [1] Lee et al., "Priority-Aware Shapley Value", ICML 2026 (arXiv:2602.09326), Sec. 5 (data-market experiment, Table 1).
     """
     rows, extras, markets = [], [], []
     for ms in market_seeds:
@@ -2043,9 +2058,25 @@ def feature_sweep_shift(R: np.ndarray, utility_table, base: np.ndarray, lams: np
     with :func:`priority_sweep` over :class:`PasvDP` on ``R``; the result is
     ``shift[i, k] = psi_i(lams[k]) - base[i]`` (rows of unswept players are zero).
 
+    Parameters
+    ----------
+    R : ndarray of bool, shape (n, n)
+        The precedence closure.
+    utility_table : ndarray, shape (2**n,)
+        The game (:func:`game_table`).
+    base : ndarray, shape (n,)
+        The values at equal weights.
+    lams : ndarray
+        The swept weights.
+    players : iterable of int
+        The players to sweep.
+
     Returns
     -------
     ndarray, shape (n, len(lams))
+    References
+    ----------
+    .. [1] Lee et al., "Priority-Aware Shapley Value", ICML 2026 (arXiv:2602.09326), Sec. 5 (priority sweeps).
     """
     base = np.asarray(base, dtype=float)
     n = base.size
@@ -2067,11 +2098,27 @@ def mixing_runs(ns, n_dags: int, *, n_chains: int, seed: int, threshold: float =
     stop below ``threshold``). The mixing time is the first recorded step with
     ``D < threshold``, censored at the last step when it is never reached.
 
+    Parameters
+    ----------
+    ns : iterable of int
+        Player counts.
+    n_dags : int
+        Random DAGs per ``n``.
+    n_chains : int
+        Chains of :func:`pairwise_discrepancy_trace`.
+    seed : int
+        The run's seed (DAGs, weights and chains derive from it).
+    threshold : float
+        The discrepancy that counts as mixed.
+
     Returns
     -------
     (list of dict, dict)
         Rows ``n, dag, weights, t_mix, censored``; the traces ``(steps, D)`` of DAG 0 by
         ``(n, weights)``.
+    References
+    ----------
+    .. [1] Lee et al., "Priority-Aware Shapley Value", ICML 2026 (arXiv:2602.09326), Sec. 4 (the MH sampler's mixing bound).
     """
     n_dags = check_int(n_dags, "n_dags")
     rows, traces = [], {}
@@ -2100,11 +2147,27 @@ def sampler_efficiency(utility_table, R: np.ndarray, settings, orders: Sequence[
     (:func:`sample_linear_extensions_rejection`, :func:`order_log_weights`); each estimate's
     RMSE over players against :func:`pasv_exact`; the cost is ``n N`` utility calls.
 
+    Parameters
+    ----------
+    utility_table : ndarray, shape (2**n,)
+    R : ndarray of bool, shape (n, n)
+    settings : iterable of (str, ndarray)
+        ``(label, weights)``.
+    orders : sequence of int
+        Budgets ``N`` (retained orders).
+    reps : int
+        Repetitions per budget.
+    seed : int
+    burn_in : int, optional
+
     Returns
     -------
     list of dict
         Rows ``setting, sampler, N, calls, err, perms`` (``perms``: uniform permutations
         the rejection sampler drew; NaN for MH).
+    References
+    ----------
+    .. [1] Lee et al., "Priority-Aware Shapley Value", ICML 2026 (arXiv:2602.09326), Alg. 1 and Sec. 4.
     """
     reps = check_int(reps, "reps")
     n = np.asarray(R).shape[0]

@@ -211,6 +211,11 @@ def run_digits_grid(jobs, data_by_seed: dict, *, epochs: int) -> list[dict[str, 
     -------
     list of dict
         The :func:`run_digits` records with ``bitnet`` and the three fields above.
+    References
+    ----------
+    Bacellar et al., "Differentiable Weightless Neural Networks", ICML 2024,
+    arXiv:2410.11112. "CLGN: Convolutional Learnable-Group Weightless Neural Networks",
+    ICML 2026 (abstract only).
     """
     from .bits import compile_bits
     from .layers import GroupSum
@@ -243,11 +248,23 @@ def float_baselines(seeds, data_by_seed: dict, *, cnn_epochs: int):
     CNN (torch's global seed set to the replicate seed first) trained by
     :func:`~icml26.lut.training.fit_lut_model` for ``cnn_epochs`` (batch 64, lr 1e-2).
 
+    Parameters
+    ----------
+    seeds : iterable of int
+    data_by_seed : dict
+        ``{seed: load_digits_bits(...)}`` (with ``raw_train`` and ``raw_test``).
+    cnn_epochs : int
+
     Returns
     -------
     (list of dict, dict, LogisticRegression)
         Rows ``kind``, ``seed``, ``acc``, ``param_bytes``; the trained CNNs by seed; the
         logistic regression of the last seed.
+    References
+    ----------
+    Bacellar et al., "Differentiable Weightless Neural Networks", ICML 2024,
+    arXiv:2410.11112. "CLGN: Convolutional Learnable-Group Weightless Neural Networks",
+    ICML 2026 (abstract only).
     """
     from sklearn.linear_model import LogisticRegression
 
