@@ -345,3 +345,34 @@ def test_capacity_threshold_rejects_mismatched_lengths():
         B.capacity_threshold([8, 4], [1.0, 1.0])
     # the censored case: the curve never drops, the breaking point is the grid's end (a lower bound)
     assert B.capacity_threshold([4, 8, 16], [1.0, 1.0, 0.95]) == 16
+
+
+# ---------------------------------------------------------------- the chapter's experiment loops
+def test_stream_is_the_seeded_generator_of_its_key():
+    assert np.array_equal(B.stream(3, 1).random(4), np.random.default_rng([3, 1]).random(4))
+    assert not np.array_equal(B.stream(3, 1).random(4), B.stream(3, 2).random(4))
+
+
+def test_retrieval_dynamics_rows_match_one_retrieval_by_hand():
+    rows, paths, energy_ok = B.retrieval_dynamics([5], N=6, d=2, n_queries=3, betas=[1.0], radii=[("r", 0.5)])
+    mus, S = B.sample_commuting_gaussians(6, 2, random_state=np.random.default_rng([5, 1]))
+    qm, qc = B.perturb_gaussians(mus[:3], S[:3], 0.5, random_state=np.random.default_rng([5, 2]))
+    res = B.retrieve(qm, qc, mus, S, 1.0, max_iter=10, tol=1e-6, track_energy=True)
+    err = B.bures_wasserstein_distance(res.path_means, res.path_covs, mus[:3], S[:3])
+    assert len(rows) == 1 and rows[0]["final W2"] == err[-1].mean() and rows[0]["query W2"] == err[0].mean()
+    assert np.array_equal(paths[(5, "r", 1.0)], err.mean(1)) and energy_ok == [True]
+    final = B.nearest_pattern(res.means, res.covs, mus, S) == np.arange(3)
+    assert rows[0]["final success"] == final.mean()
+
+
+def test_shared_mean_and_digits_rows_cover_the_grid():
+    m = {"bw": "bw", "mean": "mean"}
+    rows = B.shared_mean_retrieval([0], m, N=4, d=2, radii=[0.5], n_samples=[20], betas=[1.0, 3.0])
+    # 2 splits x 2 query models x 2 methods x 2 betas
+    assert len(rows) == 16 and {r["split"] for r in rows} == {"test", "tune"}
+    mu, C = B.sample_shared_mean_gaussians(4, 2, random_state=np.random.default_rng([0, 4]))
+    qm, qc = B.perturb_gaussians(mu, C, 0.5, cov_scale=1.0, random_state=np.random.default_rng([0, 5, 0]))
+    hits = B.retrieval_success(mu, C, qm, qc, np.arange(4), 1.0, method="bw")
+    assert np.array_equal(rows[0]["hits"], hits) and rows[0]["query model"] == "additive, r = 0.5"
+    drows, (dm, dc) = B.digits_retrieval([0], m, n_components=4, N=10, n_queries=2, radii=[0.5], betas=[1.0])
+    assert len(drows) == 4 and dm.shape == (10, 4) and dc.shape == (10, 4, 4)

@@ -279,3 +279,14 @@ def test_paired_sign_test_rejects_shapes_non_booleans_and_empty(n, vals):
     rejects(B.paired_sign_test, np.ones(n, bool), np.ones(n + 1, bool), match="equal shapes")
     rejects(B.paired_sign_test, vals, np.ones(2, bool), match="boolean")
     rejects(B.paired_sign_test, np.zeros(0, bool), np.zeros(0, bool), match="empty")
+
+
+@covers("bwdam.stream", "bwdam.retrieval_dynamics", "bwdam.shared_mean_retrieval", "bwdam.digits_retrieval")
+def test_experiment_loops_reject_bad_sizes_and_keys():
+    rejects(B.stream)
+    rejects(B.stream, -1)
+    rejects(B.stream, 1.5)
+    rejects(B.retrieval_dynamics, [0], N=4, d=2, n_queries=5, betas=[1.0], radii=[("r", 1.0)])
+    rejects(B.shared_mean_retrieval, [0], {}, N=4, d=2, radii=[1.0], n_samples=[5], betas=[1.0])
+    rejects(B.shared_mean_retrieval, [0], {"bw": "bw"}, N=0, d=2, radii=[1.0], n_samples=[5], betas=[1.0])
+    rejects(B.digits_retrieval, [0], {"bw": "bw"}, n_components=4, N=10, n_queries=6, radii=[1.0], betas=[1.0])

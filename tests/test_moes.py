@@ -188,3 +188,36 @@ def test_finetune_fits_its_labels(mols):
     net = moes.finetune_property(mols, y, steps=150, batch_size=4, model_kw=dict(channels=16, layers=2, n_rbf=8), random_state=0)
     assert np.abs(moes.predict_property(net, mols) - y).mean() < 0.5 * np.abs(y - y.mean()).mean()
     torch.manual_seed(0)
+
+
+def _harmonic_force(x: np.ndarray, x0: np.ndarray) -> np.ndarray:
+    """Force of the harmonic well E(x) = 1/2 min_{R, t} ||x - (x0 R + t)||^2 (unit stiffness).
+
+    By the envelope theorem the gradient is x - x0*, with x0* the minimum optimally
+    superposed onto x (Kabsch), so the force is -(x - x0*): zero net force, equivariant.
+    """
+    xc, yc = x - x.mean(0), x0 - x0.mean(0)
+    u, _, vt = np.linalg.svd(yc.T @ xc)
+    d = np.sign(np.linalg.det(u @ vt))
+    rot = u @ np.diag([1.0, 1.0, d]) @ vt  # the proper rotation taking yc onto xc
+    return -(xc - yc @ rot)
+
+
+def test_denoising_learns_the_force_of_a_harmonic_well():
+    """Oracle: a denoiser of Gaussian perturbations x0 + tau*eps learns E[eps | x] = (x - x0)/tau,
+    the score of a harmonic well at x0 times -tau, so its learned force -output aligns with
+    -grad E; an untrained network of the same kind does not."""
+    (m,) = moes.prepare_molecules(["CCO"], random_state=0)
+    scheme = moes.NoiseScheme("coord", tau=0.1)
+    kw = dict(channels=32, layers=2, n_rbf=16)
+    res = moes.pretrain_denoise([m] * 8, scheme, steps=400, batch_size=8, lr=3e-3, model_kw=kw, random_state=0)
+    rng = np.random.default_rng(1)
+    xs = [moes.coordinate_noise(m.x0, 0.1, random_state=rng)[0] for _ in range(32)]
+    true = [_harmonic_force(x, m.x0) for x in xs]
+    learned = [-f for f in moes.predict_forces(res.model, [m] * len(xs), xs)[0]]
+    untrained = [-f for f in moes.predict_forces(moes.ForceNet(**kw, random_state=0), [m] * len(xs), xs)[0]]
+    got = moes.force_metrics(learned, true)
+    assert got["cosine"] > 0.8, got
+    # the closed form: -output = -(x - x0)/tau = F/tau, so the least-squares scale c is tau itself
+    assert got["scale"] == pytest.approx(scheme.tau, rel=0.3), got
+    assert abs(moes.force_metrics(untrained, true)["cosine"]) < 0.5

@@ -127,3 +127,51 @@ def test_bad_merge_input(clips):
     rejects(O.interpolate_models, a, "b", 0.5)
     rejects(O.decoupled_then_joint, lambda: a, clips, clips, clips, stage_steps=-1, joint_steps=1)
     rejects(O.decoupled_then_joint, lambda: a, clips, clips, clips, stage_steps=1, joint_steps=1, lams=())
+
+
+def test_matched_mlp_ratio_equalises_the_parameter_counts():
+    a = DiTConfig(patch=4, dim=16, depth=2, heads=2, refs="channel", pose=True, audio="glca")
+    b = DiTConfig(patch=4, dim=16, depth=2, heads=2, refs="cross", pose=True, audio="glca")
+    r = O.matched_mlp_ratio(a, b)
+    wide = DiTConfig(**{**a.__dict__, "mlp_ratio": r})
+    # the count is linear in the hidden width: exact up to the rounding of one hidden unit per block
+    assert abs(O.n_parameters(wide) - O.n_parameters(b)) <= a.depth * (2 * a.dim + 1) / 2
+    assert O.n_parameters(a) < O.n_parameters(b) and r > a.mlp_ratio
+    assert O.matched_mlp_ratio(a, a) == a.mlp_ratio
+
+
+def test_shuffled_audio_rolls_only_the_audio(clips):
+    batches = O.task_batches(clips, 4, "RA2V", random_state=0)
+    (v, c), (v2, c2) = batches(3), O.shuffled_audio(batches)(3)
+    assert torch.equal(v, v2) and torch.equal(c.refs, c2.refs)
+    assert torch.equal(c2.audio, c.audio.roll(1, 0)) and not torch.equal(c2.audio, c.audio)
+
+
+def test_ablation_variants_do_not_share_random_streams(clips):
+    """A variant's rows do not depend on which other variants run beside it (same batches, seeds)."""
+    kw = dict(model=dict(patch=4, dim=16, depth=1, heads=2), steps=2, lr=1e-3, batch_size=2, euler=2)
+    v = {"a": dict(refs="channel", audio="glca"), "b": dict(refs="cross", audio="glca")}
+    test = clips.take(slice(0, 2))
+    both = O.conditioning_ablation(v, clips, test, [0, 1], shuffled="a", **kw)
+    alone = O.conditioning_ablation({"a": v["a"]}, clips, test, [0, 1], shuffled="a", **kw)
+    drop = lambda rows: [{k: x for k, x in r.items() if k != "train_s"} for r in rows]  # noqa: E731
+    assert drop([r for r in both["rows"] if r["variant"] == "a"]) == drop(alone["rows"])
+    assert both["shuffled"] == alone["shuffled"] and len(both["rows"]) == 4
+
+
+@covers("omnishow.n_parameters", "omnishow.matched_mlp_ratio", "omnishow.shuffled_audio",
+        "omnishow.conditioning_ablation", "omnishow.training_recipes")
+def test_bad_experiment_input(clips):
+    rejects(O.n_parameters, "cfg")
+    rejects(O.matched_mlp_ratio, CFG, "cfg")
+    rejects(O.matched_mlp_ratio, DiTConfig(patch=4, dim=16, depth=1, heads=2, refs="cross", audio="glca"),
+            DiTConfig(patch=4, dim=16, depth=1, heads=2))
+    rejects(O.shuffled_audio, 3)
+    kw = dict(model=dict(patch=4, dim=16, depth=1, heads=2), steps=1, lr=1e-3, batch_size=2, euler=1)
+    rejects(O.conditioning_ablation, {}, clips, clips, [0], **kw)
+    rejects(O.conditioning_ablation, {"a": {}}, clips, clips, [0], shuffled="b", **kw)
+    rejects(O.conditioning_ablation, {"a": {}}, clips, "clips", [0], **kw)
+    rejects(O.training_recipes, [0], "clips", model={}, frames=4, size=16, n_plenty=2, n_scarce=2, pre_steps=1,
+            stage_steps=1, joint_steps=1, lams=[0.5], batch_size=2, lr=1e-3, euler=1)
+    rejects(O.training_recipes, [0], clips, model={}, frames=4, size=16, n_plenty=2, n_scarce=2, pre_steps=1,
+            stage_steps=-1, joint_steps=1, lams=[0.5], batch_size=2, lr=1e-3, euler=1)

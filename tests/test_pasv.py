@@ -310,3 +310,38 @@ def test_bad_input_raises(call, match):
 
 def test_every_public_callable_has_numpydoc_sections():
     assert undocumented("icml26.pasv") == []
+
+
+# ---------------------------------------------------------------- the chapter's experiment loops
+def _small_game(n=4, seed=0):
+    w = np.random.default_rng(seed).uniform(0, 1, n)
+    return P.game_table(lambda mask: float(w[mask].sum() ** 2), n)
+
+
+def test_feature_sweep_shift_is_the_swept_players_own_change():
+    n = 4
+    U, R = _small_game(n), P.precedence_closure(n, [(0, 1), (2, 3)])
+    base = P.pasv_exact(U, R)
+    lams = np.array([0.25, 1.0, 4.0])
+    shift = P.feature_sweep_shift(R, U, base, lams, [1, 2])
+    for k, lam in enumerate(lams):
+        w = np.ones(n)
+        w[1] = lam
+        assert shift[1, k] == pytest.approx(P.pasv_exact(U, R, w)[1] - base[1], abs=1e-12)
+    assert np.all(shift[[0, 3]] == 0) and shift[1, 1] == pytest.approx(0.0, abs=1e-12)  # λ = 1 changes nothing
+
+
+def test_sampler_efficiency_errors_shrink_with_the_budget_and_mixing_runs_are_censored_honestly():
+    n = 4
+    U, R = _small_game(n), P.precedence_closure(n, [(0, 1)])
+    rows = P.sampler_efficiency(U, R, [("equal", np.ones(n))], [4, 512], 3, seed=0)
+    err = {(r["sampler"], r["N"]): [] for r in rows}
+    for r in rows:
+        err[(r["sampler"], r["N"])].append(r["err"])
+    for s in ("MH (Alg. 1)", "rejection + IS"):
+        assert np.mean(err[(s, 512)]) < np.mean(err[(s, 4)])
+    assert {r["calls"] for r in rows} == {4 * n, 512 * n}
+    mix, traces = P.mixing_runs([4], 2, n_chains=16, seed=0)
+    assert len(mix) == 4 and set(traces) == {(4, "equal λ"), (4, "λ ~ U(1, 256)")}
+    for r in mix:
+        assert r["censored"] or r["t_mix"] <= 4 * 4 * 4

@@ -310,3 +310,13 @@ def test_utilities_reject_bad_data_and_one_mask_convention(k, bad):
     rejects(fu, np.ones((2, 3), bool), match="shape")
     assert all(isinstance(u, P.Utility) for u in (ku, cu, fu))
     finite_or_raises(fu, np.zeros(3, bool))
+
+
+@covers("pasv.value_markets", "pasv.feature_sweep_shift", "pasv.mixing_runs", "pasv.sampler_efficiency")
+def test_chapter_loops_reject_bad_sizes():
+    R = P.precedence_closure(3, [(0, 1)])
+    U = P.game_table(lambda mask: float(mask.sum()), 3)
+    rejects(P.value_markets, [0], market_half=0, n_test_per_class=5, knn_k=3, mh_orders=4, burn_n2=1, thin_n2=1, mh_chains=2)
+    rejects(P.feature_sweep_shift, R, U, np.zeros(3), np.array([-1.0]), [0])
+    rejects(P.mixing_runs, [4], 0, n_chains=4, seed=0)
+    rejects(P.sampler_efficiency, U, R, [("x", np.ones(3))], [4], 0, seed=0)

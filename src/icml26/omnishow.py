@@ -16,14 +16,16 @@ Generation", ICML 2026, arXiv:2604.11804; code github.com/Correr-Zhou/OmniShow.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence
+import dataclasses
+import time
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import torch
 
 from icml26._common import RandomState, check_int, check_random_state, check_real, seed_from
-from icml26.videolab.dit import DiTConditions, TinyDiT, euler_sample, flow_matching_loss, train_flow_matching
-from icml26.videolab.hoi import HOIClips, mouth_heights
+from icml26.videolab.dit import DiTConditions, DiTConfig, TinyDiT, euler_sample, flow_matching_loss, train_flow_matching
+from icml26.videolab.hoi import HOIClips, make_hoi_clips, mouth_heights
 
 __all__ = [
     "TASKS",
@@ -37,6 +39,11 @@ __all__ = [
     "heldout_velocity_loss",
     "interpolate_models",
     "decoupled_then_joint",
+    "n_parameters",
+    "matched_mlp_ratio",
+    "shuffled_audio",
+    "conditioning_ablation",
+    "training_recipes",
 ]
 
 #: Which modalities each task gives: (references, audio, pose). "T2V" gives none (our stand-in for
@@ -443,3 +450,210 @@ def decoupled_then_joint(
         train_flow_matching(tuned[lam], task_batches(joint_clips, batch_size, joint_tasks, random_state=base + 3), s2,
                             random_state=base + 13 + j, desc=f"joint fine-tune (lambda={lam:g})", **kw)
     return {"models": tuned, "merged": merged, "val": val, "r2v": m_r, "a2v": m_a}
+
+
+# --------------------------------------------------------------------------- the chapter's experiments
+def n_parameters(config: DiTConfig) -> int:
+    """Number of trainable parameters of a :class:`TinyDiT` with ``config``."""
+    if not isinstance(config, DiTConfig):
+        raise TypeError(f"config must be a DiTConfig, got {type(config).__name__}")
+    return sum(p.numel() for p in TinyDiT(config, random_state=0).parameters())
+
+
+def matched_mlp_ratio(config: DiTConfig, target: DiTConfig) -> float:
+    """The ``mlp_ratio`` that gives ``config`` the parameter count of ``target`` (nearest whole hidden width).
+
+    Each block's MLP holds :math:`h(2d + 1) + d` parameters for a hidden width :math:`h`,
+    so the count is linear in :math:`h` and the matching width is
+    :math:`h^* = h_0 + (P_{target} - P_0) / (L (2d + 1))`, rounded (``L`` blocks, width ``d``).
+
+    Returns
+    -------
+    float
+        ``h* / d``; with it the two counts differ by at most ``L (2d + 1) / 2``.
+    """
+    if not isinstance(config, DiTConfig) or not isinstance(target, DiTConfig):
+        raise TypeError("config and target must both be DiTConfig")
+    d, depth = config.dim, config.depth
+    h0 = max(1, int(round(config.mlp_ratio * d)))
+    h = h0 + (n_parameters(target) - n_parameters(config)) / (depth * (2 * d + 1))
+    if h < 1:
+        raise ValueError(f"target has {n_parameters(target)} parameters, too few for config with any MLP width")
+    return int(round(h)) / d
+
+
+def shuffled_audio(batches: Callable) -> Callable:
+    """A batch sampler that gives each clip the audio of the previous clip of its batch (rolled by one).
+
+    The audio statistics stay those of real clips; only the sync with the video is lost.
+    """
+    if not callable(batches):
+        raise TypeError(f"batches must be a callable i -> (video, conditions), got {type(batches).__name__}")
+
+    def batch(i: int):
+        v, c = batches(i)
+        return v, dataclasses.replace(c, audio=c.audio.roll(1, 0), audio_mask=c.audio_mask.roll(1, 0))
+
+    return batch
+
+
+def conditioning_ablation(
+    variants: Mapping[str, dict],
+    train_clips: HOIClips,
+    test_clips: HOIClips,
+    seeds: Sequence[int],
+    *,
+    model: dict,
+    steps: int,
+    lr: float,
+    batch_size: int,
+    euler: int,
+    tasks: Sequence[str] = ("RA2V", "RP2V", "RAP2V"),
+    shuffled: str | None = None,
+    keep_samples: int | None = None,
+) -> dict[str, object]:
+    """Chapter 05's conditioning ablation: each variant trained on the same batches, scored under RA2V and RP2V.
+
+    For every seed ``s`` a :func:`task_batches` sampler over ``tasks`` is seeded by ``s``;
+    each variant is a :class:`TinyDiT` with ``DiTConfig(**model, pose=True, **options)``
+    initialised from ``s``, trained for ``steps`` AdamW steps (:func:`train_flow_matching`,
+    noise seeded by ``s``), then sampled on ``test_clips`` (:func:`score_hoi`, ``euler``
+    steps, seeded by ``s``). The mean absolute audio gate is recorded after every step.
+
+    Parameters
+    ----------
+    variants : mapping
+        ``{name: DiTConfig options}`` (e.g. ``dict(refs="channel", audio="glca")``); options
+        override ``model``.
+    train_clips, test_clips : HOIClips
+    seeds : sequence of int
+    model : dict
+        The shared ``DiTConfig`` size options.
+    steps, lr, batch_size, euler
+        Training steps, learning rate, batch size, Euler steps of the sampler.
+    tasks : sequence of str
+        The training task mixture.
+    shuffled : str, optional
+        A variant also trained on :func:`shuffled_audio` batches (the positive control),
+        scored under RA2V with the true audio.
+    keep_samples : int, optional
+        The seed whose generated clips are kept (``samples``).
+
+    Returns
+    -------
+    dict
+        ``rows`` (one dict per seed and variant: ``ra_colour``, ``sync``, ``lag``,
+        ``rp_colour``, ``akd``, ``train_s``, ``params``), ``gates`` ({name: {seed: gate
+        trace}}), ``samples`` ({name: (RA2V scores, RP2V scores)} of ``keep_samples``) and
+        ``shuffled`` (one dict per seed: ``sync``, ``gate``).
+    """
+    if not isinstance(variants, Mapping) or not variants:
+        raise ValueError(f"variants must be a non-empty mapping name -> DiTConfig options, got {variants!r}")
+    if not isinstance(train_clips, HOIClips) or not isinstance(test_clips, HOIClips):
+        raise TypeError("train_clips and test_clips must be HOIClips")
+    steps, euler = check_int(steps, "steps"), check_int(euler, "euler")
+    if shuffled is not None and shuffled not in variants:
+        raise ValueError(f"shuffled={shuffled!r} is not one of the variants {list(variants)}")
+    rows, gates, samples, shuf_rows = [], {n: {} for n in variants}, {}, []
+
+    def train(opts, batches, s):
+        m = TinyDiT(DiTConfig(**{**model, **opts}, pose=True), random_state=s)
+        trace = []
+        record = lambda i, mm: trace.append(float(torch.cat(list(mm.gates().values())).abs().mean())) if mm.gates() else None  # noqa: E731
+        t0 = time.perf_counter()
+        train_flow_matching(m, batches, steps, lr=lr, random_state=s, callback=record, show_progress=False)
+        return m, np.array(trace), time.perf_counter() - t0
+
+    for s in seeds:
+        batches = task_batches(train_clips, batch_size, list(tasks), random_state=s)
+        for name, opts in variants.items():
+            m, trace, secs = train(opts, batches, s)
+            ra = score_hoi(m, test_clips, "RA2V", steps=euler, random_state=s)
+            rp = score_hoi(m, test_clips, "RP2V", steps=euler, random_state=s)
+            rows.append(dict(seed=s, variant=name, ra_colour=ra["colour"], sync=ra["sync"], lag=ra["lag"],
+                             rp_colour=rp["colour"], akd=rp["akd"], train_s=secs,
+                             params=sum(p.numel() for p in m.parameters())))
+            gates[name][s] = trace
+            if s == keep_samples:
+                samples[name] = (ra, rp)
+        if shuffled is not None:
+            m, trace, _ = train(variants[shuffled], shuffled_audio(batches), s)
+            sync = score_hoi(m, test_clips, "RA2V", steps=euler, random_state=s)["sync"]
+            shuf_rows.append(dict(seed=s, sync=sync, gate=float(trace[-1])))
+    return {"rows": rows, "gates": gates, "samples": samples, "shuffled": shuf_rows}
+
+
+def training_recipes(
+    seeds: Sequence[int],
+    val_clips: HOIClips,
+    *,
+    model: dict,
+    frames: int,
+    size: int,
+    n_plenty: int,
+    n_scarce: int,
+    pre_steps: int,
+    stage_steps: int,
+    joint_steps: int,
+    lams: Sequence[float],
+    batch_size: int,
+    lr: float,
+    euler: int,
+    joint_tasks: Sequence[str] = ("R2V", "A2V", "RA2V"),
+    data_seed: int = 0,
+) -> dict[str, list]:
+    """Chapter 05's training-strategy comparison at an equal step budget, from one pretrained backbone.
+
+    For every seed ``s``: plentiful R2V and A2V sets (``n_plenty`` clips) and a scarce
+    fully annotated set (``n_scarce``) are drawn (:func:`~icml26.videolab.hoi.make_hoi_clips`
+    seeded by ``data_seed + 3000 + 10 s`` and the next two); a backbone with channel references
+    and GLCA is pretrained for ``pre_steps`` unconditional (T2V) steps on the plentiful
+    videos; then three recipes of ``2 stage_steps + joint_steps`` steps each start from
+    copies of it: joint training on the scarce set alone, joint training on the union
+    (each source under the tasks its annotations allow) and :func:`decoupled_then_joint`
+    (the merge weight picked by the RA2V loss on the scarce set). Each is scored on
+    ``val_clips`` by :func:`heldout_velocity_loss` and :func:`score_hoi` under RA2V.
+
+    Returns
+    -------
+    dict
+        ``rows`` (per seed and recipe: ``loss``, ``colour``, ``sync``, ``lam``) and
+        ``lams`` (per seed and merge weight: ``merged_scarce``, the picking loss, and
+        ``merged_heldout``, the held-out loss of the merge before its fine-tune).
+    """
+    if not isinstance(val_clips, HOIClips):
+        raise TypeError(f"val_clips must be HOIClips, got {type(val_clips).__name__}")
+    steps_total = 2 * check_int(stage_steps, "stage_steps") + check_int(joint_steps, "joint_steps")
+    tasks = list(joint_tasks)
+    fresh = lambda s: TinyDiT(DiTConfig(**model, refs="channel", audio="glca"), random_state=s)  # noqa: E731
+    rows, lam_rows = [], []
+    for s in seeds:
+        r2v, a2v, scarce = (make_hoi_clips(n, frames=frames, size=size, random_state=data_seed + 3000 + k + 10 * s)
+                            for k, n in enumerate((n_plenty, n_plenty, n_scarce)))
+        kw = dict(lr=lr, show_progress=False)
+        # the shared pretrained backbone: unconditional training on the plentiful videos, the same for every recipe
+        base = fresh(s)
+        train_flow_matching(base, mixture_batches([(r2v, "T2V"), (a2v, "T2V")], batch_size, random_state=s + 7),
+                            pre_steps, random_state=s + 3, **kw)
+        make = lambda b=base: copy.deepcopy(b)  # noqa: E731
+        recipes = {}
+        m = make()
+        train_flow_matching(m, task_batches(scarce, batch_size, tasks, random_state=s), steps_total, random_state=s + 1, **kw)
+        recipes["joint, scarce set only"] = m
+        m = make()
+        union = mixture_batches([(r2v, "R2V"), (a2v, "A2V"), (scarce, tasks)], batch_size, random_state=s)
+        train_flow_matching(m, union, steps_total, random_state=s + 2, **kw)
+        recipes["joint, union"] = m
+        out = decoupled_then_joint(make, r2v, a2v, scarce, stage_steps=stage_steps, joint_steps=joint_steps, lams=lams,
+                                   joint_tasks=tasks, batch_size=batch_size, lr=lr, pick_by=scarce, random_state=s)
+        ((lam_star, m),) = out["models"].items()
+        recipes["decoupled-then-joint"] = m
+        for lam, mm in out["merged"].items():
+            lam_rows.append(dict(seed=s, lam=lam, merged_scarce=out["val"][lam],
+                                 merged_heldout=heldout_velocity_loss(mm, val_clips, "RA2V", random_state=s)))
+        for name, mm in recipes.items():
+            sc = score_hoi(mm, val_clips, "RA2V", steps=euler, random_state=s)
+            rows.append(dict(seed=s, recipe=name, lam=lam_star if name == "decoupled-then-joint" else np.nan,
+                             loss=heldout_velocity_loss(mm, val_clips, "RA2V", random_state=s),
+                             colour=sc["colour"], sync=sc["sync"]))
+    return {"rows": rows, "lams": lam_rows}

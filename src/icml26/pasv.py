@@ -48,6 +48,10 @@ import numpy as np
 from ._common import RandomState, check_int, check_random_state
 
 __all__ = [
+    "value_markets",
+    "feature_sweep_shift",
+    "mixing_runs",
+    "sampler_efficiency",
     "Utility",
     "precedence_closure",
     "block_closure",
@@ -1987,3 +1991,198 @@ class ImputedFeatureUtility:
         Z[:, :, mask] = self.Xe[:, None, mask]
         u = self.predict(Z.reshape(-1, self.n)).reshape(Z.shape[0], Z.shape[1]).mean(1)  # (ne,)
         return float(1.0 - np.mean((self.ye - u) ** 2) / np.var(self.ye))
+
+
+# --------------------------------------------------------------------------- the chapter's experiment loops
+def value_markets(market_seeds, *, market_half: int, n_test_per_class: int, knn_k: int, mh_orders: int,
+                  burn_n2: int, thin_n2: int, mh_chains: int, weight_bases: Sequence[float] = (2, 8, 32)):
+    """Chapter 15's data-market experiment (the paper's Table 1): provider values under every method.
+
+    For every seed ``ms`` a market is drawn (:func:`make_data_market`); its points are valued
+    with a :class:`KNNUtility` by the Shapley value (``mh_orders`` uniform orders, seeded by
+    ``ms``), WSV (:func:`pasv_mc` on the two-block order with weights of base 8), PSV (the
+    market's precedence closure, equal weights) and PASV with weight bases ``weight_bases``;
+    the MH chains use burn-in ``burn_n2 n^2`` and thinning ``thin_n2 n^2`` and are seeded
+    by ``100 ms + k`` for the ``k``-th method. Point values are summed per provider.
+
+    Parameters
+    ----------
+    market_seeds : iterable of int
+    market_half, n_test_per_class : int
+        Passed to :func:`make_data_market`.
+    knn_k : int
+        Neighbours of the :class:`KNNUtility`.
+    mh_orders, burn_n2, thin_n2, mh_chains : int
+        Orders per estimate, burn-in and thinning in units of ``n^2``, MH chains.
+    weight_bases : sequence of float
+        The PASV weight bases ``b``.
+
+    Returns
+    -------
+    (list of dict, list of dict, list of DataMarket)
+        Rows ``seed, method, provider, value``; per market, the :func:`pasv_mc` results by
+        method; the markets.
+    References
+    ----------
+    .. [1] Lee et al., "Priority-Aware Shapley Value", ICML 2026 (arXiv:2602.09326), Sec. 5 (data-market experiment, Table 1).
+    """
+    rows, extras, markets = [], [], []
+    for ms in market_seeds:
+        market = make_data_market(market_half, n_test_per_class, random_state=ms)
+        n = market.n
+        util = KNNUtility(market.X, market.y, market.X_test, market.y_test, k=knn_k)
+        R = market.closure()
+        R_wsv = ordered_partition_closure([np.flatnonzero(market.provider == 0), np.flatnonzero(market.provider != 0)])
+        mh = dict(n_samples=mh_orders, burn_in=burn_n2 * n * n, thin=thin_n2 * n * n, n_chains=mh_chains)
+        vals, extra = {}, {}
+        O = uniform_permutations(n, mh_orders, random_state=ms)
+        vals["SV"] = rov_estimate(util.values_along(O), O)[0]
+        runs = {"WSV": (R_wsv, market.weights(8)), "PSV": (R, None)}
+        runs.update({f"PASV b={b}": (R, market.weights(b)) for b in weight_bases})
+        for k, (name, (RR, lam)) in enumerate(runs.items()):
+            res = pasv_mc(util, RR, lam, random_state=ms * 100 + k, **mh)
+            vals[name] = res["psi"]
+            extra[name] = res
+        markets.append(market)
+        extras.append(extra)
+        for method, v in vals.items():
+            sums = np.bincount(market.provider, weights=v, minlength=5)
+            rows += [dict(seed=ms, method=method, provider=PROVIDERS[j], value=sums[j]) for j in range(5)]
+    return rows, extras, markets
+
+
+def feature_sweep_shift(R: np.ndarray, utility_table, base: np.ndarray, lams: np.ndarray, players) -> np.ndarray:
+    """Priority sweep of single players: the change of each swept player's own exact PASV value.
+
+    For each player ``i`` of ``players`` its weight runs over ``lams`` (the others stay 1)
+    with :func:`priority_sweep` over :class:`PasvDP` on ``R``; the result is
+    ``shift[i, k] = psi_i(lams[k]) - base[i]`` (rows of unswept players are zero).
+
+    Parameters
+    ----------
+    R : ndarray of bool, shape (n, n)
+        The precedence closure.
+    utility_table : ndarray, shape (2**n,)
+        The game (:func:`game_table`).
+    base : ndarray, shape (n,)
+        The values at equal weights.
+    lams : ndarray
+        The swept weights.
+    players : iterable of int
+        The players to sweep.
+
+    Returns
+    -------
+    ndarray, shape (n, len(lams))
+    References
+    ----------
+    .. [1] Lee et al., "Priority-Aware Shapley Value", ICML 2026 (arXiv:2602.09326), Sec. 5 (priority sweeps).
+    """
+    base = np.asarray(base, dtype=float)
+    n = base.size
+    lams = np.asarray(lams, dtype=float)
+    shift = np.zeros((n, lams.size))
+    for i in players:
+        vals = priority_sweep(lambda lam: PasvDP(R, lam).values(utility_table), np.ones(n), [i], lams)
+        shift[i] = vals[:, i] - base[i]  # change of the swept player's own value
+    return shift
+
+
+def mixing_runs(ns, n_dags: int, *, n_chains: int, seed: int, threshold: float = 0.25):
+    """Chapter 15's mixing experiment: the adjacent-swap sampler's mixing time on random DAGs.
+
+    For each ``n`` and DAG ``d < n_dags`` (:func:`random_dag` with edge probability
+    ``3/n``, seeded by ``1000 seed + 10 n + d``), under equal weights and weights drawn from
+    ``U(1, 256)`` (``default_rng(seed + n + d)``), :func:`pairwise_discrepancy_trace` runs
+    ``4 n^2`` steps (recorded every ``max(1, n // 4)``; DAG 0 runs to the end, the others
+    stop below ``threshold``). The mixing time is the first recorded step with
+    ``D < threshold``, censored at the last step when it is never reached.
+
+    Parameters
+    ----------
+    ns : iterable of int
+        Player counts.
+    n_dags : int
+        Random DAGs per ``n``.
+    n_chains : int
+        Chains of :func:`pairwise_discrepancy_trace`.
+    seed : int
+        The run's seed (DAGs, weights and chains derive from it).
+    threshold : float
+        The discrepancy that counts as mixed.
+
+    Returns
+    -------
+    (list of dict, dict)
+        Rows ``n, dag, weights, t_mix, censored``; the traces ``(steps, D)`` of DAG 0 by
+        ``(n, weights)``.
+    References
+    ----------
+    .. [1] Lee et al., "Priority-Aware Shapley Value", ICML 2026 (arXiv:2602.09326), Sec. 4 (the MH sampler's mixing bound).
+    """
+    n_dags = check_int(n_dags, "n_dags")
+    rows, traces = [], {}
+    for n in ns:
+        for d in range(n_dags):
+            R_mix = random_dag(n, 3.0 / n, random_state=seed * 1000 + 10 * n + d)
+            for label, lam in (("equal λ", np.ones(n)), ("λ ~ U(1, 256)", np.random.default_rng(seed + n + d).uniform(1, 256, n))):
+                steps, D = pairwise_discrepancy_trace(R_mix, lam, n_chains=n_chains, n_steps=4 * n * n, every=max(1, n // 4),
+                                                      stop_below=None if d == 0 else threshold, random_state=seed + d)
+                hit = np.flatnonzero(D < threshold)
+                censored = hit.size == 0
+                rows.append(dict(n=n, dag=d, weights=label, t_mix=float(steps[-1] if censored else steps[hit[0]]), censored=censored))
+                if d == 0:
+                    traces[(n, label)] = (steps, D)
+    return rows, traces
+
+
+def sampler_efficiency(utility_table, R: np.ndarray, settings, orders: Sequence[int], reps: int, *, seed: int,
+                       burn_in: int | None = None) -> list[dict]:
+    """Chapter 15's sampler comparison: RMSE of Monte Carlo PASV against its exact value, per budget.
+
+    For each ``(label, lam)`` of ``settings``, each number of orders ``N`` and repetition
+    ``r`` (generator ``default_rng([seed, N, r])``): Algorithm 1's MH sampler
+    (:class:`AdjacentSwapSampler`, ``N`` chains from random starts, burn-in ``burn_in``,
+    default ``4 n^2``) and rejection sampling of linear extensions with importance weights
+    (:func:`sample_linear_extensions_rejection`, :func:`order_log_weights`); each estimate's
+    RMSE over players against :func:`pasv_exact`; the cost is ``n N`` utility calls.
+
+    Parameters
+    ----------
+    utility_table : ndarray, shape (2**n,)
+    R : ndarray of bool, shape (n, n)
+    settings : iterable of (str, ndarray)
+        ``(label, weights)``.
+    orders : sequence of int
+        Budgets ``N`` (retained orders).
+    reps : int
+        Repetitions per budget.
+    seed : int
+    burn_in : int, optional
+
+    Returns
+    -------
+    list of dict
+        Rows ``setting, sampler, N, calls, err, perms`` (``perms``: uniform permutations
+        the rejection sampler drew; NaN for MH).
+    References
+    ----------
+    .. [1] Lee et al., "Priority-Aware Shapley Value", ICML 2026 (arXiv:2602.09326), Alg. 1 and Sec. 4.
+    """
+    reps = check_int(reps, "reps")
+    n = np.asarray(R).shape[0]
+    burn = 4 * n * n if burn_in is None else burn_in
+    rows = []
+    for label, lam in settings:
+        exact = pasv_exact(utility_table, R, lam)
+        for N in orders:
+            for r in range(reps):
+                rr = np.random.default_rng([seed, N, r])
+                O = AdjacentSwapSampler(R, lam, n_chains=N, init="random", random_state=rr).sample(N, burn_in=burn, thin=1)
+                err_mh = np.sqrt(np.mean((rov_estimate(prefix_values(utility_table, O), O)[0] - exact) ** 2))
+                O2, drawn = sample_linear_extensions_rejection(R, N, random_state=rr, batch=256)
+                w = np.exp(order_log_weights(O2, R, lam))
+                err_is = np.sqrt(np.mean((rov_estimate(prefix_values(utility_table, O2), O2, weights=w)[0] - exact) ** 2))
+                rows += [dict(setting=label, sampler="MH (Alg. 1)", N=N, calls=n * N, err=err_mh, perms=np.nan),
+                         dict(setting=label, sampler="rejection + IS", N=N, calls=n * N, err=err_is, perms=drawn)]
+    return rows

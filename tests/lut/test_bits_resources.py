@@ -90,3 +90,16 @@ def test_load_npz_bits_matches_the_digits_layout(tmp_path):
     np.savez(path, x_train=x_tr, y_train=np.arange(20))
     with pytest.raises(ValueError, match="lacks"):
         lut.load_npz_bits(str(path))
+
+
+def test_digits_grid_checks_bit_exactness_and_matches_run_digits():
+    """The chapter's grid: each record is run_digits' own, plus the compiled network's agreement with torch."""
+    d = lut.load_digits_bits(2, test_size=0.5, random_state=0)
+    (r,) = lut.run_digits_grid([(0, 40, "clgn")], {0: d}, epochs=1)
+    ref = lut.run_digits("clgn", 40, d, epochs=1, random_state=0)
+    assert r["acc"] == ref["acc"] and r["bit_pred_equal"]
+    assert r["bit_acc"] == pytest.approx(r["acc"], abs=1e-6)  # torch accuracy is float32
+    assert 0 <= r["reassigned_bits"] <= r["model"].head.in_features
+    rows, cnns, logreg = lut.float_baselines([0], {0: d}, cnn_epochs=1)
+    assert [x["kind"] for x in rows] == ["logistic regression", "small CNN (float)"] and set(cnns) == {0}
+    assert rows[0]["acc"] == logreg.score(d["raw_test"], d["y_test"].numpy())

@@ -280,3 +280,12 @@ def test_digits_helpers_bad_inputs(k, size, tmp_path_factory):
     path = tmp_path_factory.getbasetemp() / "partial.npz"
     np.savez(path, x_train=np.zeros((2, 4, 4)), y_train=np.zeros(2))
     rejects(lut.load_npz_bits, str(path), match="lacks")
+
+
+@covers("lut.digits.run_digits_grid", "lut.digits.float_baselines")
+def test_chapter_loops_reject_missing_data():
+    d = {0: lut.load_digits_bits(2, test_size=0.5, random_state=0)}
+    rejects(lut.run_digits_grid, [(1, 8, "dwn")], d, epochs=1)
+    rejects(lut.run_digits_grid, [(0, 8, "dwn")], [d[0]], epochs=1)
+    rejects(lut.float_baselines, [0], "data", cnn_epochs=1)
+    rejects(lut.float_baselines, [0], d, cnn_epochs=0)

@@ -149,6 +149,41 @@ def test_channel_references_are_pseudo_frames():
     assert out.shape == (2, 3, 6, 8, 8)
 
 
+def test_absent_references_build_no_pseudo_frames():
+    """Oracle: a sample without references (A2V / T2V) behaves as on the authors' timeline, where no
+    pseudo-frame exists: the same weights without reference slots give its real frames' velocity and loss."""
+    kw = dict(**SMALL, pose=True, audio="glca", gate_init=1.0)
+    m = D.TinyDiT(D.DiTConfig(**kw, refs="channel"), random_state=0)
+    with torch.no_grad():
+        m.head.weight.normal_()
+        for blk in m.blocks:
+            blk.ada.weight.normal_(std=0.1)
+    bare = D.TinyDiT(D.DiTConfig(**kw, refs="none"), random_state=1)
+    bare.load_state_dict(m.state_dict())
+    cond = _cond()
+    cond.ref_mask = torch.tensor([[0.0, 0.0], [1.0, 1.0]])  # sample 0: A2V-like, sample 1: with references
+    cond.refs = cond.refs * cond.ref_mask[:, :, None, None, None]
+    g = torch.Generator().manual_seed(3)
+    x, noise, t = torch.randn(2, 3, 4, 8, 8, generator=g), torch.randn(2, 3, 6, 8, 8, generator=g), torch.tensor([0.3, 0.7])
+    xt = (1 - t.view(2, 1, 1, 1, 1)) * m.timeline(x, cond) + t.view(2, 1, 1, 1, 1) * noise
+    with torch.no_grad():
+        v = m(xt, t, cond)
+        v_bare = bare(xt[:1, :, 2:], t[:1], cond.index(slice(0, 1)))
+        assert torch.allclose(v[:1, :, 2:], v_bare, atol=1e-5)
+        xt2 = xt.clone()
+        xt2[:, :, :2] = 5.0  # whatever sits in the absent pseudo-frames is never read
+        assert torch.allclose(m(xt2, t, cond)[:1, :, 2:], v[:1, :, 2:], atol=1e-6)
+        assert not torch.allclose(m(xt2, t, cond)[1:, :, 2:], v[1:, :, 2:], atol=1e-3)  # present ones are
+        one = cond.index(slice(0, 1))
+        got = D.flow_matching_loss(m, x[:1], one, t=t[:1], noise=noise[:1])
+        want = D.flow_matching_loss(bare, x[:1], one, t=t[:1], noise=noise[:1, :, 2:])
+        assert torch.allclose(got, want, atol=1e-6)
+        old = D.TinyDiT(D.DiTConfig(**kw, refs="channel", absent_refs="zeros"), random_state=0)
+        old.load_state_dict(m.state_dict())
+        assert not torch.allclose(old(xt2, t, cond)[:1, :, 2:], v[:1, :, 2:], atol=1e-3)  # zero frames are read
+        assert m.loss_weights(x, cond)[:, 0, :, 0, 0].tolist() == [[0, 0, 1, 1, 1, 1], [1] * 6]
+
+
 def test_cross_references_read_the_reference_tokens():
     m = D.TinyDiT(D.DiTConfig(**SMALL, refs="cross"), random_state=0)
     with torch.no_grad():
@@ -167,7 +202,8 @@ def test_seeded_initialisation():
 @covers("videolab.dit.DiTConfig")
 @settings(max_examples=20, deadline=None, derandomize=True)
 @given(st.sampled_from([dict(dim=30, heads=4), dict(refs="tokens"), dict(audio="local"), dict(patch=0),
-                        dict(audio_layers=(5,)), dict(mlp_ratio=-1.0), dict(pose="yes")]))
+                        dict(audio_layers=(5,)), dict(mlp_ratio=-1.0), dict(pose="yes"),
+                        dict(absent_refs="skip")]))
 def test_bad_configs_are_rejected(kw):
     rejects(D.DiTConfig, **kw)
 

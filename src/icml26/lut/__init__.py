@@ -31,7 +31,16 @@ from __future__ import annotations
 
 from .bits import BitNetwork, compile_bits
 from .clgn import ConvLUT, LearnableGroupSum, OrPool, clgn_net, fit_hierarchical
-from .digits import KINDS, SmallCNN, build_digits_model, load_digits_bits, load_npz_bits, run_digits
+from .digits import (
+    KINDS,
+    SmallCNN,
+    build_digits_model,
+    float_baselines,
+    load_digits_bits,
+    load_npz_bits,
+    run_digits,
+    run_digits_grid,
+)
 from .efd import (
     EFDFunction,
     LearnableMappingFunction,
@@ -78,5 +87,7 @@ __all__ = [
     "KINDS",
     "build_digits_model",
     "run_digits",
+    "run_digits_grid",
+    "float_baselines",
     "SmallCNN",
 ]

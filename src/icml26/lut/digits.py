@@ -23,7 +23,8 @@ from .layers import LUTNet, dwn_mlp
 from .resources import resource_counts
 from .training import fit_lut_model, lut_training_cost
 
-__all__ = ["load_digits_bits", "load_npz_bits", "KINDS", "build_digits_model", "run_digits", "SmallCNN"]
+__all__ = ["load_digits_bits", "load_npz_bits", "KINDS", "build_digits_model", "run_digits", "SmallCNN", "run_digits_grid",
+           "float_baselines"]
 
 
 def load_digits_bits(num_bits: int = 3, *, method: str = "uniform", test_size: float = 0.2,
@@ -188,6 +189,102 @@ def run_digits(kind: str, width: int, data: dict[str, Any], *, epochs: int, batc
     return {"kind": kind, "width": int(width), "seed": int(seed), "acc": hist["acc"][-1],
             "train_seconds": hist["seconds"][-1], "train_cost": hist["cost"][-1], "history": hist,
             "model": model, **resource_counts(model)}
+
+
+def run_digits_grid(jobs, data_by_seed: dict, *, epochs: int) -> list[dict[str, Any]]:
+    """Chapter 08's grid: :func:`run_digits` for every ``(seed, width, kind)`` job, checked at the bit level.
+
+    Each trained network is compiled to integer bit logic (:func:`~icml26.lut.bits.compile_bits`);
+    the run records whether its predictions equal torch's on the test set
+    (``bit_pred_equal``), the compiled network's accuracy (``bit_acc``) and how many output
+    bits the learnable GroupSum moved away from the contiguous start (``reassigned_bits``).
+
+    Parameters
+    ----------
+    jobs : iterable of (int, int, str)
+        ``(seed, width, kind)`` with ``kind`` in :data:`KINDS`.
+    data_by_seed : dict
+        ``{seed: load_digits_bits(...)}``.
+    epochs : int
+
+    Returns
+    -------
+    list of dict
+        The :func:`run_digits` records with ``bitnet`` and the three fields above.
+    References
+    ----------
+    Bacellar et al., "Differentiable Weightless Neural Networks", ICML 2024,
+    arXiv:2410.11112. "CLGN: Convolutional Learnable-Group Weightless Neural Networks",
+    ICML 2026 (abstract only).
+    """
+    from .bits import compile_bits
+    from .layers import GroupSum
+
+    if not isinstance(data_by_seed, dict):
+        raise TypeError(f"data_by_seed must be a dict seed -> load_digits_bits(...), got {type(data_by_seed).__name__}")
+    runs = []
+    for s, w, kind in jobs:
+        if s not in data_by_seed:
+            raise ValueError(f"seed {s!r} of a job has no data in data_by_seed (keys {sorted(data_by_seed)})")
+        d = data_by_seed[s]
+        r = run_digits(kind, w, d, epochs=epochs, random_state=s)
+        Xte = d["X_test"].reshape(len(d["X_test"]), -1) if kind == "dwn" else d["X_test"]
+        with torch.no_grad():
+            torch_pred = r["model"].eval()(Xte).argmax(1).numpy()
+        r["bitnet"] = compile_bits(r["model"])
+        r["bit_pred_equal"] = bool(np.array_equal(torch_pred, r["bitnet"].predict(Xte.numpy())))
+        r["bit_acc"] = float((r["bitnet"].predict(Xte.numpy()) == d["y_test"].numpy()).mean())
+        # output bits whose class moved away from the contiguous start
+        head = r["model"].head
+        r["reassigned_bits"] = int((head.assignment() != GroupSum(head.k, head.in_features).assignment()).sum())
+        runs.append(r)
+    return runs
+
+
+def float_baselines(seeds, data_by_seed: dict, *, cnn_epochs: int):
+    """Chapter 08's float baselines per seed: logistic regression and :class:`SmallCNN` on the raw pixels.
+
+    Logistic regression (scikit-learn, ``max_iter=3000``) on the flattened raw digits; the
+    CNN (torch's global seed set to the replicate seed first) trained by
+    :func:`~icml26.lut.training.fit_lut_model` for ``cnn_epochs`` (batch 64, lr 1e-2).
+
+    Parameters
+    ----------
+    seeds : iterable of int
+    data_by_seed : dict
+        ``{seed: load_digits_bits(...)}`` (with ``raw_train`` and ``raw_test``).
+    cnn_epochs : int
+
+    Returns
+    -------
+    (list of dict, dict, LogisticRegression)
+        Rows ``kind``, ``seed``, ``acc``, ``param_bytes``; the trained CNNs by seed; the
+        logistic regression of the last seed.
+    References
+    ----------
+    Bacellar et al., "Differentiable Weightless Neural Networks", ICML 2024,
+    arXiv:2410.11112. "CLGN: Convolutional Learnable-Group Weightless Neural Networks",
+    ICML 2026 (abstract only).
+    """
+    from sklearn.linear_model import LogisticRegression
+
+    if not isinstance(data_by_seed, dict):
+        raise TypeError(f"data_by_seed must be a dict seed -> load_digits_bits(...), got {type(data_by_seed).__name__}")
+    check_int("cnn_epochs", cnn_epochs)
+    rows, cnns, logreg = [], {}, None
+    for s in seeds:
+        d = data_by_seed[s]
+        logreg = LogisticRegression(max_iter=3000).fit(d["raw_train"], d["y_train"].numpy())
+        rows.append({"kind": "logistic regression", "seed": s, "acc": logreg.score(d["raw_test"], d["y_test"].numpy()),
+                     "param_bytes": 4 * (logreg.coef_.size + logreg.intercept_.size)})
+        torch.manual_seed(s)
+        cnn = SmallCNN()
+        Xtr_f, Xte_f = (torch.from_numpy(d[k]).reshape(-1, 1, 8, 8) for k in ("raw_train", "raw_test"))
+        h = fit_lut_model(cnn, Xtr_f, d["y_train"], epochs=cnn_epochs, batch_size=64, lr=1e-2, X_eval=Xte_f,
+                          y_eval=d["y_test"], random_state=s)
+        rows.append({"kind": "small CNN (float)", "seed": s, "acc": h["acc"][-1], "param_bytes": cnn.param_bytes()})
+        cnns[s] = cnn
+    return rows, cnns, logreg
 
 
 class SmallCNN(nn.Module):

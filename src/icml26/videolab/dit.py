@@ -15,6 +15,10 @@ The conditioning paths of OmniShow (Zhou et al., ICML 2026) are options of the o
     reference-reconstruction loss) and a conditioning tensor ``y = [mask (1 ch); latents
     (C ch)]`` on the same timeline is concatenated on channels with the noisy input:
     reference latents at the pseudo-frame positions, pose latents at the frame positions.
+    A sample without references (an A2V or T2V sample, reference mask 0) has no
+    pseudo-frames, as on the authors' timeline: with ``absent_refs="drop"`` (the default)
+    its absent pseudo-frames are masked out of self-attention and out of the loss, and its
+    real frames are counted from frame 0; ``absent_refs="zeros"`` keeps them as zero frames.
 ``pose=True``       pose latents through the same channel path (works with or without
     channel references).
 ``refs="cross"``    baseline: the references as extra tokens that every block reads with
@@ -114,6 +118,11 @@ class DiTConfig:
         Multiply the audio attention output by a learnable per-channel gate.
     gate_init : float
         Initial value of every gate channel (1e-5 in OmniShow).
+    absent_refs : {"drop", "zeros"}
+        With channel references, what an absent reference (mask 0) is: ``"drop"`` (the
+        authors' timeline: its pseudo-frame is masked out of self-attention and of the
+        loss, and a sample with no reference counts its real frames from 0) or
+        ``"zeros"`` (a zero frame that every token attends to and the loss covers).
     """
 
     in_channels: int = 3
@@ -131,6 +140,7 @@ class DiTConfig:
     audio_layers: tuple[int, ...] | None = None
     audio_gate: bool = True
     gate_init: float = 1e-5
+    absent_refs: str = "drop"
 
     def __post_init__(self) -> None:
         check_int(self.in_channels, "in_channels")
@@ -145,6 +155,8 @@ class DiTConfig:
             raise ValueError(f"refs={self.refs!r} is not valid; use one of {_REFS}")
         if self.audio not in _AUDIO:
             raise ValueError(f"audio={self.audio!r} is not valid; use one of {_AUDIO}")
+        if self.absent_refs not in ("drop", "zeros"):
+            raise ValueError(f"absent_refs={self.absent_refs!r} is not valid; use 'drop' or 'zeros'")
         check_int(self.n_refs, "n_refs")
         check_int(self.audio_dim, "audio_dim")
         check_int(self.audio_window, "audio_window")
@@ -294,9 +306,9 @@ class _Block(nn.Module):
         self.ref_attn = _Attention(d, cfg.heads) if cfg.refs == "cross" else None
         self.audio = _AudioAttention(d, cfg.heads, cfg.audio, cfg.audio_gate, cfg.gate_init) if with_audio else None
 
-    def forward(self, x, c, ref_tok, ref_mask, audio, amask, n_pseudo, n_tok):
+    def forward(self, x, c, ref_tok, ref_mask, audio, amask, n_pseudo, n_tok, self_mask=None):
         s1, sc1, g1, s2, sc2, g2 = self.ada(F.silu(c)).chunk(6, dim=-1)  # each [B, d]
-        x = x + g1[:, None, :] * self.attn(_modulate(self.norm1(x), s1, sc1))
+        x = x + g1[:, None, :] * self.attn(_modulate(self.norm1(x), s1, sc1), mask=self_mask)
         if self.ref_attn is not None and ref_tok is not None:
             x = x + self.ref_attn(self.ref_norm(x), ref_tok, ref_mask)
         if self.audio is not None and audio is not None:
@@ -441,6 +453,28 @@ class TinyDiT(nn.Module):
             return x
         return torch.cat([cond.refs.transpose(1, 2), x], dim=2)  # [B, C, R+T, H, W]
 
+    def frame_keep(self, cond: DiTConditions, b: int, tt: int) -> torch.Tensor | None:
+        """``[B, n_pseudo + T]`` booleans, False at the absent pseudo-frames that are dropped; None if none is.
+
+        ``cond`` must already be checked (:meth:`check_inputs`). Only channel references
+        with ``absent_refs="drop"`` drop frames (the authors build no pseudo-frame for an
+        absent reference).
+        """
+        cfg = self.config
+        if cfg.refs != "channel" or cfg.absent_refs != "drop":
+            return None
+        present = cond.ref_mask > 0  # [B, R]
+        if bool(present.all()):
+            return None
+        return torch.cat([present, present.new_ones(b, tt - cfg.n_pseudo)], dim=1)
+
+    def loss_weights(self, x: torch.Tensor, cond: DiTConditions | None = None) -> torch.Tensor | None:
+        """Weights ``[B, 1, n_pseudo + T, 1, 1]`` of the timeline's frames in the loss (0: dropped), or None (all 1)."""
+        cond = self.check_inputs(x, cond)
+        b, t = x.shape[0], x.shape[2]
+        keep = self.frame_keep(cond, b, self.n_pseudo + t)
+        return None if keep is None else keep.to(x.dtype)[:, None, :, None, None]
+
     def _patchify(self, x: torch.Tensor) -> torch.Tensor:
         # x: [B, C, T, H, W] -> [B, T*h*w, C*p*p]
         b, c, t, hh, ww = x.shape
@@ -479,8 +513,19 @@ class TinyDiT(nn.Module):
                 ylat[:, :, r:] = cond.pose * cond.pose_mask.view(b, 1, 1, 1, 1)
             inp = torch.cat([x_t, ymask, ylat], dim=1)  # [B, 2C+1, R+T, H, W]
         n_tok = (hh // p) * (ww // p)
+        keep = self.frame_keep(cond, b, tt)  # [B, R+T] or None
+        # a sample with no reference at all has no pseudo-frames: its real frames count from 0
+        no_refs = None if keep is None else ~keep[:, :r].any(dim=1)  # [B]
         tok = self.embed(self._patchify(inp))  # [B, (R+T)*N, d]
-        tok = tok + _pos_embed_3d(tt, hh // p, ww // p, d).reshape(1, tt * n_tok, d).to(tok.dtype)
+        pos = _pos_embed_3d(tt, hh // p, ww // p, d).reshape(1, tt * n_tok, d)
+        if no_refs is not None and bool(no_refs.any()):
+            shifted = torch.cat([pos[:, : r * n_tok], _pos_embed_3d(tt - r, hh // p, ww // p, d).reshape(1, (tt - r) * n_tok, d)], dim=1)
+            pos = torch.where(no_refs[:, None, None], shifted, pos)  # [B, (R+T)*N, d]
+        tok = tok + pos.to(tok.dtype)
+        self_mask = None
+        if keep is not None:
+            self_mask = torch.zeros(b, tt, dtype=tok.dtype).masked_fill(~keep, float("-inf"))
+            self_mask = self_mask.repeat_interleave(n_tok, dim=1)  # [B, (R+T)*N] additive key mask
         emb = self.t_mlp(_sincos(1000.0 * t, d).to(tok.dtype))  # [B, d]
         ref_tok = ref_mask = None
         if cfg.refs == "cross":
@@ -499,10 +544,15 @@ class TinyDiT(nn.Module):
             # align, GLCA does not, and with it the two differ only in which audio tokens a frame sees
             pe = _pos_embed_3d(tv, 1, 1, d, t0=r)[:, 0].clone()  # [T, d]
             pe[:, d - 2 * (2 * ((d // 3) // 2)):] = 0.0
-            audio = audio + pe[None, :, None, :].to(audio.dtype)
+            pe = pe[None].expand(b, tv, d)  # [B, T, d]
+            if no_refs is not None and bool(no_refs.any()):
+                pe0 = _pos_embed_3d(tv, 1, 1, d, t0=0)[:, 0].clone()
+                pe0[:, d - 2 * (2 * ((d // 3) // 2)):] = 0.0
+                pe = torch.where(no_refs[:, None, None], pe0[None], pe)
+            audio = audio + pe[:, :, None, :].to(audio.dtype)
             amask = cond.audio_mask
         for blk in self.blocks:
-            tok = blk(tok, emb, ref_tok, ref_mask, audio, amask, r, n_tok)
+            tok = blk(tok, emb, ref_tok, ref_mask, audio, amask, r, n_tok, self_mask)
         sh, sc = self.ada_out(F.silu(emb)).chunk(2, dim=-1)
         out = self.head(_modulate(self.norm_out(tok), sh, sc))  # [B, (R+T)*N, C*p*p]
         return self._unpatchify(out, tt, hh, ww)
@@ -576,7 +626,11 @@ def flow_matching_loss(
     tb = t.view(b, 1, 1, 1, 1)
     x_t = (1 - tb) * target_x + tb * noise
     v = model(x_t, t, cond)
-    return F.mse_loss(v, noise - target_x)
+    w = model.loss_weights(x, cond)  # [B, 1, R+T, 1, 1]: 0 at dropped (absent) pseudo-frames
+    if w is None:
+        return F.mse_loss(v, noise - target_x)
+    w = w.expand_as(v)
+    return ((v - (noise - target_x)) ** 2 * w).sum() / w.sum()
 
 
 def flow_matching_step(
