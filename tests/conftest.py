@@ -103,3 +103,45 @@ def toy(tmp_path):
         (pkg / "book" / f"{tool}.py").write_text("T = 1\n")
     return Book(root)
 
+
+
+# --------------------------------------------------------------------------------------
+# Balance the two xdist workers: longest test files first (greedy longest-processing-time).
+# `--dist loadfile` hands files out in collection order, one at a time as a worker frees
+# up; a long file collected last leaves the other worker idle to the end. The measured
+# seconds per file live in tests/durations.json (written by a run with
+# ICML26_RECORD_DURATIONS=tests/durations.json); files not in it count as the median.
+# --------------------------------------------------------------------------------------
+DURATIONS = Path(__file__).with_name("durations.json")
+_SPENT: dict[str, float] = {}
+
+
+def _file_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def pytest_collection_modifyitems(config, items):
+    import json
+    import statistics
+
+    try:
+        weights = {k: float(v) for k, v in json.loads(DURATIONS.read_text()).items()}
+    except (OSError, ValueError, AttributeError):
+        return  # no measurements: keep pytest's order
+    files = list(dict.fromkeys(_file_of(it.nodeid) for it in items))
+    default = statistics.median(weights.values()) if weights else 0.0
+    rank = {f: (-weights.get(f, default), i) for i, f in enumerate(files)}
+    items.sort(key=lambda it: rank[_file_of(it.nodeid)])  # stable: a file's own order is kept
+
+
+def pytest_runtest_logreport(report):
+    _SPENT[_file_of(report.nodeid)] = _SPENT.get(_file_of(report.nodeid), 0.0) + float(report.duration)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    import json
+    import os
+
+    out = os.environ.get("ICML26_RECORD_DURATIONS")
+    if out and _SPENT and not hasattr(session.config, "workerinput"):  # the controller, which sees every report
+        Path(out).write_text(json.dumps({k: round(v, 2) for k, v in sorted(_SPENT.items())}, indent=1) + "\n")

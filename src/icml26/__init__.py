@@ -43,4 +43,10 @@ runtime (``chapter``, ``bench``) and the build tool (``runner``, ``site``, ``syn
 ``cli``; ``python -m icml26 --help``). No method module imports it.
 """
 
-__version__ = "0.1.0"
+from importlib.metadata import PackageNotFoundError as _NotInstalled
+from importlib.metadata import version as _version
+
+try:  # one version, the package's (pyproject.toml); ``--version`` and the pages print the same
+    __version__ = _version("icml26")
+except _NotInstalled:  # pragma: no cover - the package is installed in every supported set-up
+    __version__ = "unknown"
