@@ -56,3 +56,27 @@ def test_sweep_work_id_names_the_work_not_its_order():
     assert a == sweep_work_id("ci", [("02-b", 1), ("01-a", 0)])
     assert a != sweep_work_id("full", [("01-a", 0), ("02-b", 1)])
     assert a != sweep_work_id("ci", [("01-a", 0), ("02-b", 0)])
+
+
+def test_makespan_is_longest_first_list_scheduling():
+    import pytest
+
+    assert perf.makespan([3.0, 3.0, 2.0, 2.0, 2.0], 2) == 7.0  # LPT: {3, 2, 2} and {3, 2}
+    assert perf.makespan([5.0, 1.0], 8) == 5.0  # never below the longest task
+    assert perf.makespan([1.0, 2.0, 3.0], 1) == 6.0
+    assert perf.makespan([], 4) == 0.0
+    with pytest.raises(ValueError, match="workers=0"):
+        perf.makespan([1.0], 0)
+    with pytest.raises(ValueError, match="task times"):
+        perf.makespan([float("nan")], 2)
+
+
+def test_the_cost_of_a_seed_comes_from_the_runs(toy):
+    md = "\n".join(perf.seed_cost_markdown(toy))
+    assert "No chapter has run yet" in md
+    ch = toy.select(["01"])[0]
+    assert toy.execute(ch, "ci", 0, progress=False).status == "ok"
+    secs = toy.record("ci", ch).wall_s
+    md = "\n".join(perf.seed_cost_markdown(toy))
+    assert f"| {ch.id} | {perf._fmt_s(secs)} | — |" in md
+    assert f"| 2 | {perf._fmt_s(secs)} | — | {2 * 3600 / secs:.1f} | — |" in md

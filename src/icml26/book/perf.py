@@ -104,6 +104,82 @@ def _bench_table(records: list[dict], *, ours: str = "Ours", ref: str = "Referen
     return lines
 
 
+WORKERS: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
+
+
+def makespan(times: list[float], workers: int) -> float:
+    """Wall time of running ``times`` (independent tasks) on ``workers`` single-core workers.
+
+    Longest-processing-time-first list scheduling (each task to the worker that frees up
+    first), which is what a Dask cluster fed the longest chapters first does; it is within
+    4/3 of the optimum and never below the longest task.
+
+    Parameters
+    ----------
+    times : list of float
+        Seconds per task (>= 0).
+    workers : int
+        Workers (>= 1).
+
+    Returns
+    -------
+    float
+        Seconds until the last task ends.
+    """
+    import heapq
+
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers={workers!r} must be an integer >= 1")
+    if any(not (t >= 0) for t in times):
+        raise ValueError(f"task times must be finite seconds >= 0, got {times!r}")
+    load = [0.0] * min(workers, max(1, len(times)))
+    for t in sorted(times, reverse=True):
+        heapq.heapreplace(load, load[0] + t)
+    return max(load)
+
+
+def seed_cost(book: Book, scale: str = "full") -> dict[str, float]:
+    """Seconds one seed of each chapter took at ``scale`` in its last good run (chapter id → seconds)."""
+    out = {}
+    for ch in book.chapters():
+        word, _ = book.state(scale, ch)
+        rec = book.record(scale, ch)
+        if word in ("ok", "stale") and rec is not None:
+            out[ch.id] = float(rec.wall_s)
+    return out
+
+
+def seed_cost_markdown(book: Book) -> list[str]:
+    """The cost of one more seed: per-chapter times at each scale and what N workers buy per hour."""
+    from .chapter import SCALES
+
+    costs = {s: seed_cost(book, s) for s in SCALES}
+    chapters = [c.id for c in book.chapters()]
+    if not any(costs.values()):
+        return ["*(No chapter has run yet: the cost of a seed is measured by `python -m icml26 run`.)*"]
+    lines = ["| Chapter | " + " | ".join(f"`{s}`" for s in SCALES) + " |", "|---|" + "---|" * len(SCALES)]
+    for cid in chapters:
+        lines.append(f"| {cid} | " + " | ".join(_fmt_s(costs[s][cid]) if cid in costs[s] else "—" for s in SCALES) + " |")
+    lines.append("| **one seed of every chapter that ran** | " + " | ".join(
+        f"**{_fmt_s(sum(costs[s].values()))}** ({len(costs[s])} chapters)" if costs[s] else "—" for s in SCALES) + " |")
+    lines += [
+        "",
+        "Each chapter's wall time in its last good run on this machine (one core per chapter; a run with "
+        "`--jobs 2` shares the machine, so these are upper bounds for an idle core). A sweep runs chapters × seeds "
+        "as independent tasks, one core each. Projected from these times for *N* single-core workers: the wall "
+        "time of one more seed of the whole book (longest chapters first; never below the longest chapter), and "
+        "the seeds per hour once many seeds keep every worker busy (*N* × 3,600 s ÷ one seed's chapter time).",
+        "",
+        "| Workers | " + " | ".join(f"one seed at `{s}`" for s in SCALES) + " | " + " | ".join(f"seeds per hour at `{s}`" for s in SCALES) + " |",
+        "|---|" + "---|" * (2 * len(SCALES)),
+    ]
+    for n in WORKERS:
+        one = [_fmt_s(makespan(list(costs[s].values()), n)) if costs[s] else "—" for s in SCALES]
+        per_hour = [f"{n * 3600 / sum(costs[s].values()):.1f}" if costs[s] else "—" for s in SCALES]
+        lines.append(f"| {n} | " + " | ".join(one + per_hour) + " |")
+    return lines
+
+
 def performance_markdown(book: Book, scale: str, figure: str | None = None) -> str:
     """The performance page's body (MyST markdown); ``figure`` is the benchmark figure's file name, if drawn."""
     records = load_bench(book.results_dir(), scale)
@@ -143,6 +219,7 @@ def performance_markdown(book: Book, scale: str, figure: str | None = None) -> s
         lines += ["", f"```{{figure}} {figure}", ":width: 100%", "", "Time per call against problem size, ours and the reference, per benchmark.", "```"]
     if not records:
         lines.append(f"*(No chapter has recorded a benchmark at `{scale}` scale yet.)*")
+    lines += ["", "## The cost of one more seed", "", *seed_cost_markdown(book)]
     t = load_timings(book)
     lines += ["", "## The whole book", ""]
     rows = []
