@@ -185,8 +185,11 @@ def main(argv: list[str] | None = None) -> int:
             raise KeyboardInterrupt
 
         signal.signal(signal.SIGTERM, _term)
+    from .runner import file_memo
+
     try:
-        return _dispatch(args)
+        with file_memo():  # each source file read and parsed once per command (re-read if it changes)
+            return _dispatch(args)
     except BrokenPipeError:  # `python -m icml26 list | head`: the reader went away
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)
