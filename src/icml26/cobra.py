@@ -1351,6 +1351,7 @@ def marker_encoder_task(
     lr: float = 3e-3,
     marker_rate: float = 0.25,
     n_markers: int = 3,
+    rule: str = "count",
     random_state: RandomState = None,
 ) -> EncoderTask:
     """Task B (R): the GLUE stand-in — a tiny BERT pretrained here, then a sequence task.
@@ -1378,6 +1379,11 @@ def marker_encoder_task(
         the smaller the typical count difference and the harder the task.
     n_markers : int
         Tokens in each of the two marker sets.
+    rule : {"count", "halves"}
+        ``"count"``: more tokens of the first marker set than of the second?
+        ``"halves"``: more tokens of the first set in the first half of the sentence than
+        in the second half (the second set's tokens are distractors; ties are dropped) —
+        a position-dependent count, harder for a small encoder.
     random_state : int, Generator or None
 
     Returns
@@ -1402,6 +1408,8 @@ def marker_encoder_task(
     lr = check_real(lr, "lr", lo=0.0, lo_open=True)
     marker_rate = check_real(marker_rate, "marker_rate", lo=0.0, hi=1.0, lo_open=True)
     n_markers = check_int(n_markers, "n_markers", low=1)
+    if rule not in ("count", "halves"):
+        raise ValueError(f"rule={rule!r}: allowed are 'count' and 'halves'")
     if 2 * n_markers > vocab:
         raise ValueError(f"n_markers={n_markers}: two marker sets need at most vocab={vocab} tokens")
     rng = check_random_state(random_state)
@@ -1450,7 +1458,11 @@ def marker_encoder_task(
             # make markers frequent: replace a fraction marker_rate of tokens by a marker token
             hit = rng.random(raw.shape) < marker_rate
             raw[hit] = rng.choice(markers + FIRST, size=int(hit.sum()))
-            ca, cb = np.isin(raw, set_a).sum(1), np.isin(raw, set_b).sum(1)
+            if rule == "count":
+                ca, cb = np.isin(raw, set_a).sum(1), np.isin(raw, set_b).sum(1)
+            else:  # "halves": set-A markers in the first half against the second half
+                half = raw.shape[1] // 2
+                ca, cb = np.isin(raw[:, :half], set_a).sum(1), np.isin(raw[:, half:], set_a).sum(1)
             keep = ca != cb
             xs.append(raw[keep])
             ys.append((ca > cb)[keep].astype(np.int64))
