@@ -1559,6 +1559,7 @@ def build_methods(
     total_step: int,
     adalora_init_r: int | None = None,
     modules_to_save: Sequence[str] | None = None,
+    methods: Sequence[str] | None = None,
     random_state: RandomState = None,
 ) -> dict[str, nn.Module]:
     """The peft models of every method at the budget of uniform rank ``r0``.
@@ -1585,6 +1586,9 @@ def build_methods(
         AdaLoRA's initial rank; default ``r0 + r0 // 2``.
     modules_to_save, random_state
         As in :func:`make_lora_model`.
+    methods : sequence of str, optional
+        Build only these (names among ``"uniform"``, the keys of ``ranks``,
+        :data:`ADALORA`, :data:`ADALORA_LOW`); default all.
 
     Returns
     -------
@@ -1597,17 +1601,26 @@ def build_methods(
     r0 = check_int(r0, "r0", low=1)
     names = list(module_names)
     init_r = r0 + r0 // 2 if adalora_init_r is None else check_int(adalora_init_r, "adalora_init_r", low=r0 + 1)
-    models = {"uniform": make_lora_model(base, dict.fromkeys(names, r0), modules_to_save=modules_to_save,
-                                         random_state=random_state)}
+    known = ["uniform", *ranks, ADALORA, *([ADALORA_LOW] if r0 > 1 else [])]
+    keep = set(known if methods is None else methods)
+    if keep - set(known):
+        raise ValueError(f"methods {sorted(keep - set(known))} are not among {known}")
+    models = {}
+    if "uniform" in keep:
+        models["uniform"] = make_lora_model(base, dict.fromkeys(names, r0), modules_to_save=modules_to_save,
+                                            random_state=random_state)
     for name, r in ranks.items():
+        if name not in keep:
+            continue
         r = _int_vector(r, f"ranks[{name!r}]", low=1)
         if r.size != len(names):
             raise ValueError(f"ranks[{name!r}] must have one rank per module ({len(names)}), got {r.size}")
         models[name] = make_lora_model(base, dict(zip(names, map(int, r), strict=True)),
                                        modules_to_save=modules_to_save, random_state=random_state)
-    models[ADALORA] = make_adalora_model(base, names, target_r=r0, init_r=init_r, total_step=total_step,
-                                         modules_to_save=modules_to_save, random_state=random_state)
-    if r0 > 1:
+    if ADALORA in keep:
+        models[ADALORA] = make_adalora_model(base, names, target_r=r0, init_r=init_r, total_step=total_step,
+                                             modules_to_save=modules_to_save, random_state=random_state)
+    if ADALORA_LOW in keep:
         models[ADALORA_LOW] = make_adalora_model(base, names, target_r=r0 - 1, init_r=r0, total_step=total_step,
                                                  modules_to_save=modules_to_save, random_state=random_state)
     return models
@@ -1633,6 +1646,7 @@ def regression_seed(
     cond_n: int = 32,
     cond_steps: int = 16,
     kappa: float = 50.0,
+    methods: Sequence[str] | None = None,
     random_state: int = 0,
 ) -> dict[str, Any]:
     """One seed of task A: signals, allocations, and every method trained and scored.
@@ -1658,6 +1672,8 @@ def regression_seed(
         Conductance examples and path steps.
     kappa : float
         The Dirichlet prior's concentration.
+    methods : sequence of str, optional
+        Train only these methods (see :func:`build_methods`); default all.
     random_state : int
         The seed.
 
@@ -1686,7 +1702,7 @@ def regression_seed(
     alloc = allocate_ranks(Cl, G, task.costs, budget, kappa=kappa, max_ranks=task.max_ranks,
                            random_state=random_state)
     models = build_methods(task.base, task.layer_names, {k: v["ranks"] for k, v in alloc.items()}, r0=r0,
-                           total_step=steps, random_state=random_state)
+                           total_step=steps, methods=methods, random_state=random_state)
     rows = []
     for name, m in models.items():
         counts = adapter_param_counts(m)
@@ -1723,6 +1739,7 @@ def encoder_seed(
     cond_steps: int = 16,
     kappa: float = 50.0,
     head: Sequence[str] = ("classifier", "bert.pooler.dense"),
+    methods: Sequence[str] | None = None,
     random_state: int = 0,
 ) -> dict[str, Any]:
     """One seed of task B: as :func:`regression_seed`, on a tiny BERT classifier.
@@ -1738,7 +1755,7 @@ def encoder_seed(
     ----------
     enc : EncoderTask
         From :func:`marker_encoder_task`.
-    r0, steps, warmup, lr, batch_size, cond_n, cond_steps, kappa, random_state
+    r0, steps, warmup, lr, batch_size, cond_n, cond_steps, kappa, methods, random_state
         As in :func:`regression_seed`.
     head : sequence of str
         Modules trained in full.
@@ -1773,7 +1790,7 @@ def encoder_seed(
     alloc = allocate_ranks(Cl, G, enc.costs, budget, kappa=kappa, max_ranks=enc.max_ranks,
                            random_state=random_state)
     models = build_methods(enc.model, enc.module_names, {k: v["ranks"] for k, v in alloc.items()}, r0=r0,
-                           total_step=steps, modules_to_save=head, random_state=random_state)
+                           total_step=steps, modules_to_save=head, methods=methods, random_state=random_state)
     rows = []
     for name, m in models.items():
         counts = adapter_param_counts(m)
