@@ -123,3 +123,14 @@ def test_bad_new_settings_are_rejected():
     rejects(C.build_methods, net, ["0"], {}, r0=2, total_step=10, methods=["LoRA-XL"], match="LoRA-XL")
     rejects(C.adalora_orth_penalty, net, match="no lora_A")
     rejects(C.adapter_param_counts, "model", match="nn.Module")
+
+
+@covers("cobra.allocate_ranks", "cobra.encoder_seed", "cobra.regression_seed", "cobra.neg_squared_error",
+        "cobra.true_class_log_prob")
+def test_bad_experiment_calls_are_rejected():
+    rejects(C.allocate_ranks, [1.0, 2.0], [1.0, 2.0, 3.0], [10, 10], 40, match="same length")
+    rejects(C.encoder_seed, "task", r0=2, steps=10, match="EncoderTask")
+    rejects(C.regression_seed, [0, 1], r0=0, steps=10, match="r0")
+    rejects(C.neg_squared_error, torch.zeros(3, 2), torch.zeros(3, 1), match="same shape")
+    rejects(C.true_class_log_prob, torch.zeros(3, 2), torch.tensor([0, 1]), match=r"shape \(3,\)")
+    rejects(C.true_class_log_prob, torch.zeros(3, 2), torch.tensor([0, 1, 2]), match=r"\[0, 2\)")

@@ -367,6 +367,11 @@ def neg_squared_error(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     -------
     torch.Tensor, shape (n,)
     """
+    if not isinstance(out, torch.Tensor) or not isinstance(y, torch.Tensor) or out.shape != y.shape:
+        raise ValueError(
+            f"out and y must be tensors of the same shape, got {getattr(out, 'shape', type(out).__name__)} "
+            f"and {getattr(y, 'shape', type(y).__name__)}"
+        )
     return -((out - y) ** 2).reshape(out.shape[0], -1).sum(1)
 
 
@@ -382,6 +387,12 @@ def true_class_log_prob(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     -------
     torch.Tensor, shape (n,)
     """
+    if not isinstance(logits, torch.Tensor) or logits.dim() != 2:
+        raise ValueError(f"logits must be a tensor of shape (n, k), got {getattr(logits, 'shape', type(logits).__name__)}")
+    if not isinstance(y, torch.Tensor) or y.shape != logits.shape[:1]:
+        raise ValueError(f"y must be a tensor of shape ({logits.shape[0]},), got {getattr(y, 'shape', type(y).__name__)}")
+    if y.min() < 0 or y.max() >= logits.shape[1]:
+        raise ValueError(f"labels y must lie in [0, {logits.shape[1]})")
     return torch.log_softmax(logits, -1).gather(1, y.reshape(-1, 1).long())[:, 0]
 
 
