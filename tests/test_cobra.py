@@ -174,3 +174,99 @@ def test_encoder_task_is_small_and_labelled():
     assert task.X_train.shape == (40, 7) and set(task.y_train.tolist()) <= {0, 1}
     assert len(task.module_names) == 6 and task.costs.tolist()[0] == 32
     assert not any(p.requires_grad for p in task.model.parameters())
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    dims=st.lists(st.tuples(st.integers(1, 300), st.integers(1, 300)), min_size=1, max_size=12),
+    extra=st.integers(0, 5000),
+    weights=st.lists(st.floats(0.0, 10.0), min_size=12, max_size=12),
+    min_rank=st.integers(0, 2),
+)
+def test_largest_remainder_leaves_less_than_one_rank_unspent(dims, extra, weights, min_rank):
+    costs = np.array([a + b for a, b in dims])
+    mx = np.array([max(min(a, b), 2) for a, b in dims])
+    budget = int(costs.sum() * min_rank + extra) or 1
+    w = np.array(weights[: len(dims)]) + 1e-3
+    r = C.share_ranks(w, costs, budget, min_rank=min_rank, max_ranks=mx)
+    left = budget - int((r * costs).sum())
+    grow = r < mx
+    assert left >= 0
+    if grow.any():
+        assert left < costs[grow].min()
+
+
+def test_largest_remainder_spends_what_clipping_to_min_rank_left():
+    # targets 0.1, 0.1, 2.5: the floors clip to 1, 1, 2 (220 of 250); the third layer's
+    # remainder does not fit (100 > 30), so the 30 left go to the two small layers
+    r = C.largest_remainder_ranks([0.1, 0.1, 2.5], [10, 10, 100], 250)
+    np.testing.assert_array_equal(r, [3, 2, 2])
+    assert 250 - int((r * np.array([10, 10, 100])).sum()) < 10
+
+
+def test_dirichlet_stage_can_move_away_from_p_and_the_prior_pulls_it_back():
+    costs = np.array([96, 128, 68])
+    p = np.array([0.5, 0.3, 0.2])
+    dev = [np.abs(C.dirichlet_rank_allocation(p, costs, 4 * costs.sum(), kappa=k, random_state=0).shares - p).max()
+           for k in (0.5, 50.0, 5000.0)]
+    assert dev[0] > 0.03  # a weak prior: the posterior mean leaves p
+    assert dev[2] < 0.005 and dev[0] > dev[1] > dev[2]
+
+
+def test_task_contributions_equal_captum_on_the_task_loss():
+    net = _mlp(5)
+    x = torch.randn(7, 5, dtype=torch.float64)
+    y = torch.randn(7, 3, dtype=torch.float64)
+
+    def f(z, yy):
+        return C.neg_squared_error(net(z), yy)
+
+    layers = {"a": net[1], "b": net[2]}
+    got = C.task_contributions(net, layers, x, y, C.neg_squared_error, n_steps=12, batch_size=3)
+    want = [
+        float(captum_attr.LayerConductance(f, m).attribute(
+            x, baselines=0.0, additional_forward_args=(y,), n_steps=12, method="riemann_trapezoid").detach().abs().sum()) / 7
+        for m in layers.values()
+    ]
+    np.testing.assert_allclose(got, want, rtol=1e-10)
+
+
+def test_true_class_log_prob_is_minus_cross_entropy():
+    z = torch.randn(5, 3)
+    y = torch.tensor([0, 2, 1, 1, 0])
+    torch.testing.assert_close(C.true_class_log_prob(z, y),
+                               -torch.nn.functional.cross_entropy(z, y, reduction="none"))
+
+
+def _check_budgets(rows, costs, r0):
+    budget = r0 * int(np.sum(costs))
+    n = len(costs)
+    by = {r["method"]: r for r in rows}
+    assert set(by) >= {"uniform", *C.ALLOCATIONS, C.ADALORA, C.ADALORA_LOW}
+    for m in ["uniform", *C.ALLOCATIONS]:
+        assert by[m]["trained parameters"] == by[m]["final parameters"], m
+        assert budget - min(costs) < by[m]["final parameters"] <= budget, (m, by[m], budget)
+    ada = by[C.ADALORA]
+    assert ada["trained parameters"] == (r0 + r0 // 2) * int(np.sum(np.asarray(costs) + 1))
+    # pruned to r0 ranks per module on average, each costing d_in + d_out + 1
+    assert r0 * n * (min(costs) + 1) <= ada["final parameters"] <= r0 * n * (max(costs) + 1)
+    low = by[C.ADALORA_LOW]
+    assert low["trained parameters"] == r0 * int(np.sum(np.asarray(costs) + 1))
+    assert low["final parameters"] <= (r0 - 1) * n * (max(costs) + 1)
+
+
+def test_every_method_is_counted_at_the_budget_in_task_a():
+    out = C.regression_seed([0, 3, 1], r0=2, steps=12, warmup=3, cond_n=8, cond_steps=4, random_state=0)
+    task = C.highrank_regression_task([0, 3, 1], random_state=0)
+    _check_budgets(out["rows"], task.costs, 2)
+    assert out["alloc"].keys() == C.ALLOCATIONS.keys()
+
+
+def test_every_method_is_counted_at_the_budget_in_task_b():
+    enc = C.marker_encoder_task(vocab=12, seq_len=6, hidden=16, layers=1, heads=2, pretrain_steps=2, n_corpus=32,
+                                n_train=40, n_test=20, rule="halves", random_state=0)
+    out = C.encoder_seed(enc, r0=2, steps=12, warmup=3, batch_size=16, cond_n=4, cond_steps=4, random_state=0)
+    _check_budgets(out["rows"], enc.costs, 2)
+    sub = C.encoder_seed(enc, r0=2, steps=12, warmup=3, batch_size=16, cond_n=4, cond_steps=4,
+                         methods=["uniform", C.ADALORA], random_state=0)
+    assert [r["method"] for r in sub["rows"]] == ["uniform", C.ADALORA]

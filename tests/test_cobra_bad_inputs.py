@@ -107,3 +107,30 @@ def test_inputs_of_another_dtype_than_the_model_are_named():
     rejects(C.layer_conductance, net, net[0], x, target=0, match="inputs of dtype torch.float32.*torch.float64")
     rejects(C.layer_contributions, net, {"a": net[0]}, x, target="all", match="inputs of dtype torch.float32")
     assert C.layer_conductance(net, net[0], x.double(), target=0).dtype == torch.float64
+
+
+@covers("cobra.marker_encoder_task", "cobra.task_contributions", "cobra.build_methods", "cobra.adalora_orth_penalty",
+        "cobra.adapter_param_counts")
+def test_bad_new_settings_are_rejected():
+    rejects(C.marker_encoder_task, rule="parity", match="rule='parity'")
+    rejects(C.marker_encoder_task, marker_rate=0.0, match="marker_rate")
+    rejects(C.marker_encoder_task, vocab=8, n_markers=5, match="n_markers=5")
+    net = _net()
+    x = torch.randn(4, 3)
+    rejects(C.task_contributions, net, {"a": net[0]}, x, torch.zeros(3, 2), C.neg_squared_error,
+            match="one row per input")
+    rejects(C.task_contributions, net, {"a": net[0]}, x, torch.zeros(4, 2), "mse", match="score must be callable")
+    rejects(C.build_methods, net, ["0"], {}, r0=2, total_step=10, methods=["LoRA-XL"], match="LoRA-XL")
+    rejects(C.adalora_orth_penalty, net, match="no lora_A")
+    rejects(C.adapter_param_counts, "model", match="nn.Module")
+
+
+@covers("cobra.allocate_ranks", "cobra.encoder_seed", "cobra.regression_seed", "cobra.neg_squared_error",
+        "cobra.true_class_log_prob")
+def test_bad_experiment_calls_are_rejected():
+    rejects(C.allocate_ranks, [1.0, 2.0], [1.0, 2.0, 3.0], [10, 10], 40, match="same length")
+    rejects(C.encoder_seed, "task", r0=2, steps=10, match="EncoderTask")
+    rejects(C.regression_seed, [0, 1], r0=0, steps=10, match="r0")
+    rejects(C.neg_squared_error, torch.zeros(3, 2), torch.zeros(3, 1), match="same shape")
+    rejects(C.true_class_log_prob, torch.zeros(3, 2), torch.tensor([0, 1]), match=r"shape \(3,\)")
+    rejects(C.true_class_log_prob, torch.zeros(3, 2), torch.tensor([0, 1, 2]), match=r"\[0, 2\)")

@@ -60,9 +60,18 @@ __all__ = [
     "make_adalora_model",
     "make_lora_model",
     "marker_encoder_task",
+    "adalora_orth_penalty",
+    "adapter_param_counts",
+    "allocate_ranks",
+    "build_methods",
+    "encoder_seed",
+    "neg_squared_error",
+    "regression_seed",
     "share_ranks",
     "ta_lc",
+    "task_contributions",
     "train_lora",
+    "true_class_log_prob",
 ]
 
 
@@ -346,6 +355,122 @@ def layer_contributions(
     return totals / n
 
 
+def neg_squared_error(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Per-example negative task loss of a regression: :math:`-\\lVert f(x) - y \\rVert^2`.
+
+    Parameters
+    ----------
+    out, y : torch.Tensor, shape (n, k)
+        Predictions and targets.
+
+    Returns
+    -------
+    torch.Tensor, shape (n,)
+    """
+    if not isinstance(out, torch.Tensor) or not isinstance(y, torch.Tensor) or out.shape != y.shape:
+        raise ValueError(
+            f"out and y must be tensors of the same shape, got {getattr(out, 'shape', type(out).__name__)} "
+            f"and {getattr(y, 'shape', type(y).__name__)}"
+        )
+    return -((out - y) ** 2).reshape(out.shape[0], -1).sum(1)
+
+
+def true_class_log_prob(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Per-example negative cross-entropy: :math:`\\log \\operatorname{softmax}(z)_{y}`.
+
+    Parameters
+    ----------
+    logits : torch.Tensor, shape (n, k)
+    y : torch.Tensor of int, shape (n,)
+
+    Returns
+    -------
+    torch.Tensor, shape (n,)
+    """
+    if not isinstance(logits, torch.Tensor) or logits.dim() != 2:
+        raise ValueError(f"logits must be a tensor of shape (n, k), got {getattr(logits, 'shape', type(logits).__name__)}")
+    if not isinstance(y, torch.Tensor) or y.shape != logits.shape[:1]:
+        raise ValueError(f"y must be a tensor of shape ({logits.shape[0]},), got {getattr(y, 'shape', type(y).__name__)}")
+    if y.min() < 0 or y.max() >= logits.shape[1]:
+        raise ValueError(f"labels y must lie in [0, {logits.shape[1]})")
+    return torch.log_softmax(logits, -1).gather(1, y.reshape(-1, 1).long())[:, 0]
+
+
+def task_contributions(
+    forward: Callable[[torch.Tensor], torch.Tensor],
+    layers: Mapping[str, nn.Module],
+    inputs: torch.Tensor,
+    labels: torch.Tensor,
+    score: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    baselines: torch.Tensor | float | None = None,
+    *,
+    n_steps: int = 32,
+    batch_size: int = 64,
+) -> np.ndarray:
+    """Stage 1 on the task: :math:`C_l = \\mathbb E_{(x,y)} \\sum_j |\\operatorname{cond}^l_j(x; y)|`.
+
+    The attributed scalar is the example's negative task loss with its own label held
+    fixed along the path, :math:`F_y(x) = \\mathrm{score}(f(x), y)` (e.g.
+    :func:`neg_squared_error`, :func:`true_class_log_prob`), so the contributions see the
+    task and not only the network. Conductance as in :func:`layer_conductance`;
+    completeness gives :math:`\\sum_j \\operatorname{cond}^l_j(x; y) \\approx F_y(x) -
+    F_y(x')` for a layer that cuts the network. (R) The absolute sum over units and the
+    mean over examples are our reduction to one number per layer.
+
+    Parameters
+    ----------
+    forward : callable
+        Maps inputs (N, ...) to outputs (N, ...).
+    layers : mapping of str to torch.nn.Module
+        The layers, in order; all are attributed in one pass per batch.
+    inputs : torch.Tensor, shape (n, ...)
+        Floating-point inputs (for a token model, its input embeddings).
+    labels : torch.Tensor, shape (n, ...)
+        The task's labels or targets, one per example.
+    score : callable
+        ``score(outputs, labels)`` returns one scalar per example, shape (N,).
+    baselines : torch.Tensor, float or None
+        The reference inputs :math:`x'`; ``None`` is zeros.
+    n_steps, batch_size : int
+        Path segments :math:`m`; examples per pass.
+
+    Returns
+    -------
+    numpy.ndarray, shape (len(layers),)
+        :math:`C_l`, not normalised.
+
+    References
+    ----------
+    Dhamdhere et al., ICLR 2019; Ding et al., ICML 2026 (stage 1, reconstructed).
+    """
+    n_steps = check_int(n_steps, "n_steps", low=1)
+    batch_size = check_int(batch_size, "batch_size", low=1)
+    if not isinstance(layers, Mapping) or not layers:
+        raise TypeError("layers must be a non-empty mapping of names to modules")
+    for k, v in layers.items():
+        if not isinstance(v, nn.Module):
+            raise TypeError(f"layers[{k!r}] must be a torch.nn.Module, got {type(v).__name__}")
+    if not callable(score):
+        raise TypeError(f"score must be callable, got {type(score).__name__}")
+    inputs, baselines = _check_forward_inputs(forward, inputs, baselines)
+    if not isinstance(labels, torch.Tensor) or labels.shape[0] != inputs.shape[0]:
+        raise ValueError(f"labels must be a tensor with one row per input ({inputs.shape[0]})")
+    n = inputs.shape[0]
+    totals = np.zeros(len(layers))
+    for start in range(0, n, batch_size):
+        sl = slice(start, min(start + batch_size, n))
+        # the path is stacked step-major, (m+1)*nb rows: row k*nb + i holds example i
+        yb = labels[sl].repeat((n_steps + 1,) + (1,) * (labels.dim() - 1))
+
+        def f(z, yb=yb):
+            return score(forward(z), yb)
+
+        cond = _conductance_many(f, layers, inputs[sl], baselines[sl], None, n_steps)
+        for i, name in enumerate(layers):
+            totals[i] += float(cond[name].abs().reshape(cond[name].shape[0], -1).sum(1).sum())
+    return totals / n
+
+
 # --------------------------------------------------------------------------- stage 2: TA-LC
 
 
@@ -401,7 +526,12 @@ def largest_remainder_ranks(
     Start from :math:`r_l = \\operatorname{clip}(\\lfloor t_l \\rfloor, r_{\\min}, r^{\\max}_l)`;
     while :math:`\\sum_l c_l r_l > P`, take one rank from the layer most above its target
     (among those above ``min_rank``); then give one more rank to layers in order of
-    decreasing remainder :math:`t_l - r_l > 0` whenever it still fits in the budget.
+    decreasing remainder :math:`t_l - r_l > 0` whenever it still fits in the budget;
+    finally, while some layer below its largest rank still fits in what is left, give one
+    more rank to the one furthest below its target (largest :math:`t_l - r_l`, which may
+    be negative). Clipping to ``min_rank`` can push the floors over the budget and the
+    reductions can then leave much of it unspent; the last pass spends it, so that what
+    stays unspent is smaller than the cost of one rank of every layer that can still grow.
 
     Parameters
     ----------
@@ -419,7 +549,8 @@ def largest_remainder_ranks(
     Returns
     -------
     numpy.ndarray of int, shape (L,)
-        Ranks with :math:`\\sum_l c_l r_l \\le P`.
+        Ranks with :math:`\\sum_l c_l r_l \\le P` and
+        :math:`P - \\sum_l c_l r_l < \\min\\{c_l : r_l < r^{\\max}_l\\}`.
 
     References
     ----------
@@ -456,6 +587,15 @@ def largest_remainder_ranks(
         if r[i] < mx[i] and c[i] <= left:
             r[i] += 1
             left -= int(c[i])
+    # what clipping to min_rank (or a remainder that did not fit) left unspent: one more rank at a
+    # time to the layer furthest below its target that still fits, until no layer fits
+    while True:
+        fits = (r < mx) & (c <= left)
+        if not fits.any():
+            break
+        i = int(np.argmax(np.where(fits, t - r, -np.inf)))
+        r[i] += 1
+        left -= int(c[i])
     return r
 
 
@@ -591,18 +731,18 @@ def dirichlet_rank_allocation(
     log_eta = torch.tensor(np.log(kappa * pv), dtype=torch.float64, requires_grad=True)
     opt = torch.optim.Adam([log_eta], lr=lr)
     history = np.empty(steps)
-    for s in range(steps):
-        q = torch.distributions.Dirichlet(log_eta.exp())
-        # rsample draws from torch's global generator; fork it so the caller's state is kept
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=gen)))
+    # rsample draws from torch's global generator; fork it once so the caller's state is kept
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=gen)))
+        for s in range(steps):
+            q = torch.distributions.Dirichlet(log_eta.exp())
             pi = q.rsample((n_samples,))  # (S, L)
-        lik = (pt * torch.log1p(pi * scale)).sum(1).mean()
-        elbo = lik - torch.distributions.kl_divergence(q, prior)
-        opt.zero_grad()
-        (-elbo).backward()
-        opt.step()
-        history[s] = float(elbo.detach())
+            lik = (pt * torch.log1p(pi * scale)).sum(1).mean()
+            elbo = lik - torch.distributions.kl_divergence(q, prior)
+            opt.zero_grad()
+            (-elbo).backward()
+            opt.step()
+            history[s] = float(elbo.detach())
     eta = log_eta.detach().exp().numpy()
     shares = eta / eta.sum()
     ranks = largest_remainder_ranks(shares * budget / c, c, budget, min_rank=min_rank, max_ranks=max_ranks)
@@ -828,6 +968,66 @@ def lora_param_count(model: nn.Module, *, adapters_only: bool = True) -> int:
     if not adapters_only:
         total += sum(p.numel() for n, p in model.named_parameters() if p.requires_grad and "lora_" not in n)
     return int(total)
+
+
+def adapter_param_counts(model: nn.Module) -> dict[str, int]:
+    """The adapter parameters a peft model trains, and those it keeps at the end.
+
+    ``"trained"`` counts every ``lora_A``, ``lora_B`` (and AdaLoRA ``lora_E``) entry, the
+    parameters the optimiser updates; ``"final"`` is :func:`lora_param_count`, which for
+    AdaLoRA counts only the ranks whose singular value is non-zero. For LoRA the two are
+    equal; an AdaLoRA that starts at rank ``init_r`` trains ``init_r (d^{in} + d^{out} +
+    1)`` per module before it prunes.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A peft model.
+
+    Returns
+    -------
+    dict with int values ``"trained"`` and ``"final"``
+
+    References
+    ----------
+    Hu et al., 2022; Zhang et al., 2023.
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    trained = sum(
+        p.numel() for n, p in model.named_parameters() if re.search(r"\.lora_[ABE](\.|$)", n)
+    )
+    return {"trained": int(trained), "final": lora_param_count(model)}
+
+
+def adalora_orth_penalty(model: nn.Module) -> torch.Tensor:
+    """AdaLoRA's orthogonality penalty :math:`\\frac1{|\\mathcal P|}\\sum_{P}\\lVert P P^\\top - I \\rVert_F`.
+
+    Over every ``lora_A`` (:math:`P = A`) and ``lora_B`` (:math:`P = B^\\top`) tensor, as
+    peft's ``AdaLoraModel.forward`` adds it to a model output that carries a loss; for a
+    model without such an output (task A's MLP) the loss function adds it.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A peft AdaLoRA model.
+
+    Returns
+    -------
+    torch.Tensor, shape ()
+
+    References
+    ----------
+    Zhang et al., AdaLoRA, ICLR 2023, eq. (4); peft ``AdaLoraModel.forward``.
+    """
+    terms = []
+    for n, p in model.named_parameters():
+        if ".lora_A." in n or n.endswith(".lora_A") or ".lora_B." in n or n.endswith(".lora_B"):
+            cov = p @ p.T if "lora_A" in n else p.T @ p
+            terms.append(torch.linalg.matrix_norm(cov - torch.eye(cov.shape[0], dtype=cov.dtype)))
+    if not terms:
+        raise ValueError("the model has no lora_A / lora_B tensors")
+    return torch.stack(terms).mean()
 
 
 def _lora_modules(model: nn.Module) -> dict[str, nn.Module]:
@@ -1160,6 +1360,9 @@ def marker_encoder_task(
     n_train: int = 2048,
     n_test: int = 1024,
     lr: float = 3e-3,
+    marker_rate: float = 0.25,
+    n_markers: int = 3,
+    rule: str = "count",
     random_state: RandomState = None,
 ) -> EncoderTask:
     """Task B (R): the GLUE stand-in — a tiny BERT pretrained here, then a sequence task.
@@ -1168,7 +1371,7 @@ def marker_encoder_task(
     encoder (``transformers.BertConfig``, no dropout) is pretrained for
     ``pretrain_steps`` Adam steps as a masked LM (15 % of tokens masked). The labelled
     task: does a sentence hold more tokens of a first marker set than of a second
-    (three tokens each, sentences with a tie are dropped)? Sentences are prefixed by
+    (``n_markers`` tokens each, sentences with a tie are dropped)? Sentences are prefixed by
     ``[CLS]``; the pooler and the head of ``BertForSequenceClassification`` start from
     fresh weights.
 
@@ -1182,6 +1385,16 @@ def marker_encoder_task(
         Labelled examples.
     lr : float
         Pretraining learning rate.
+    marker_rate : float in (0, 1)
+        Fraction of a labelled sentence's tokens replaced by marker tokens: the lower,
+        the smaller the typical count difference and the harder the task.
+    n_markers : int
+        Tokens in each of the two marker sets.
+    rule : {"count", "halves"}
+        ``"count"``: more tokens of the first marker set than of the second?
+        ``"halves"``: more tokens of the first set in the first half of the sentence than
+        in the second half (the second set's tokens are distractors; ties are dropped) —
+        a position-dependent count, harder for a small encoder.
     random_state : int, Generator or None
 
     Returns
@@ -1204,6 +1417,12 @@ def marker_encoder_task(
     pretrain_steps = check_int(pretrain_steps, "pretrain_steps", low=0)
     n_corpus, n_train, n_test = (check_int(v, k, low=1) for v, k in ((n_corpus, "n_corpus"), (n_train, "n_train"), (n_test, "n_test")))
     lr = check_real(lr, "lr", lo=0.0, lo_open=True)
+    marker_rate = check_real(marker_rate, "marker_rate", lo=0.0, hi=1.0, lo_open=True)
+    n_markers = check_int(n_markers, "n_markers", low=1)
+    if rule not in ("count", "halves"):
+        raise ValueError(f"rule={rule!r}: allowed are 'count' and 'halves'")
+    if 2 * n_markers > vocab:
+        raise ValueError(f"n_markers={n_markers}: two marker sets need at most vocab={vocab} tokens")
     rng = check_random_state(random_state)
     transformers.logging.set_verbosity_error()
     PAD, CLS, MASK, FIRST = 0, 1, 2, 3
@@ -1240,17 +1459,21 @@ def marker_encoder_task(
     clf.eval()
     for p in clf.parameters():
         p.requires_grad_(False)
-    markers = rng.choice(V, size=6, replace=False)
-    set_a, set_b = markers[:3] + FIRST, markers[3:] + FIRST
+    markers = rng.choice(V, size=2 * n_markers, replace=False)
+    set_a, set_b = markers[:n_markers] + FIRST, markers[n_markers:] + FIRST
 
     def labelled(n: int) -> tuple[torch.Tensor, torch.Tensor]:
         xs, ys, have = [], [], 0
         while have < n:
             raw = _markov_corpus(rng, T, 2 * n, seq_len, FIRST)
-            # make markers frequent: replace a random quarter of tokens by a marker token
-            hit = rng.random(raw.shape) < 0.25
+            # make markers frequent: replace a fraction marker_rate of tokens by a marker token
+            hit = rng.random(raw.shape) < marker_rate
             raw[hit] = rng.choice(markers + FIRST, size=int(hit.sum()))
-            ca, cb = np.isin(raw, set_a).sum(1), np.isin(raw, set_b).sum(1)
+            if rule == "count":
+                ca, cb = np.isin(raw, set_a).sum(1), np.isin(raw, set_b).sum(1)
+            else:  # "halves": set-A markers in the first half against the second half
+                half = raw.shape[1] // 2
+                ca, cb = np.isin(raw[:, :half], set_a).sum(1), np.isin(raw[:, half:], set_a).sum(1)
             keep = ca != cb
             xs.append(raw[keep])
             ys.append((ca > cb)[keep].astype(np.int64))
@@ -1272,3 +1495,324 @@ def marker_encoder_task(
             costs.append(lin.in_features + lin.out_features)
             mx.append(min(lin.in_features, lin.out_features))
     return EncoderTask(clf, names, np.array(costs), np.array(mx), Xtr, ytr, Xte, yte, PAD, mlm_loss)
+
+
+# --------------------------------------------------------------------------- the chapter's experiments
+
+#: the allocation methods compared by the chapter: the TA-LC exponent a of each
+ALLOCATIONS: dict[str, float] = {
+    "gradient-only (a=0)": 0.0,
+    "COBRA-style (a=½)": 0.5,
+    "conductance-only (a=1)": 1.0,
+}
+ADALORA = "AdaLoRA (peft)"
+ADALORA_LOW = "AdaLoRA, trained at the budget"
+
+
+def allocate_ranks(
+    contribution: Sequence[float],
+    demand: Sequence[float],
+    costs: Sequence[int],
+    budget: int,
+    *,
+    alphas: Mapping[str, float] | None = None,
+    kappa: float = 50.0,
+    max_ranks: Sequence[int] | None = None,
+    random_state: RandomState = None,
+) -> dict[str, dict[str, np.ndarray]]:
+    """Stages 2 and 3 for several TA-LC exponents: ranks, posterior shares, p and the rounding of p.
+
+    For each ``a`` in ``alphas``: :math:`p = ` :func:`ta_lc` ``(C, G, a)``, the ranks of
+    :func:`dirichlet_rank_allocation` (every call seeded by ``random_state``) and, for
+    comparison, :func:`share_ranks` of :math:`p` itself (the allocation without the
+    Bayesian stage).
+
+    Parameters
+    ----------
+    contribution, demand : sequence of float, shape (L,)
+        :math:`C_l` and :math:`G_l`.
+    costs, budget, kappa, max_ranks
+        As in :func:`dirichlet_rank_allocation`.
+    alphas : mapping of str to float, optional
+        Method name to exponent; default :data:`ALLOCATIONS`.
+    random_state : int or None
+        The same seed for every call.
+
+    Returns
+    -------
+    dict of str to dict
+        Per method: ``"ranks"``, ``"shares"`` (:math:`\\mathbb E_q[\\pi]`), ``"p"`` and
+        ``"proportional"`` (the ranks of :math:`p` rounded without the Bayesian stage).
+
+    References
+    ----------
+    Ding et al., ICML 2026 (stages 2 and 3, reconstructed).
+    """
+    out = {}
+    for name, a in (ALLOCATIONS if alphas is None else alphas).items():
+        p = ta_lc(contribution, demand, a)
+        d = dirichlet_rank_allocation(p, costs, budget, kappa=kappa, max_ranks=max_ranks, random_state=random_state)
+        out[name] = {
+            "ranks": d.ranks,
+            "shares": d.shares,
+            "p": p,
+            "proportional": share_ranks(p, costs, budget, max_ranks=max_ranks),
+        }
+    return out
+
+
+def build_methods(
+    base: nn.Module,
+    module_names: Sequence[str],
+    ranks: Mapping[str, Sequence[int]],
+    *,
+    r0: int,
+    total_step: int,
+    adalora_init_r: int | None = None,
+    modules_to_save: Sequence[str] | None = None,
+    methods: Sequence[str] | None = None,
+    random_state: RandomState = None,
+) -> dict[str, nn.Module]:
+    """The peft models of every method at the budget of uniform rank ``r0``.
+
+    ``"uniform"`` (rank ``r0`` everywhere), one LoRA per entry of ``ranks``, AdaLoRA
+    (:data:`ADALORA`: from ``adalora_init_r`` pruned to an average ``r0``; its final
+    parameters match the budget, it trains more) and :data:`ADALORA_LOW` (from ``r0``
+    pruned to ``r0 - 1``: it trains within the budget and ends below it; left out when
+    ``r0 = 1``). Every model is seeded by ``random_state``.
+
+    Parameters
+    ----------
+    base : torch.nn.Module
+        The frozen base model.
+    module_names : sequence of str
+        The adapted modules, in order.
+    ranks : mapping of str to sequence of int
+        Method name to per-module ranks.
+    r0 : int
+        The uniform rank that defines the budget.
+    total_step : int
+        Training steps (AdaLoRA's schedule).
+    adalora_init_r : int, optional
+        AdaLoRA's initial rank; default ``r0 + r0 // 2``.
+    modules_to_save, random_state
+        As in :func:`make_lora_model`.
+    methods : sequence of str, optional
+        Build only these (names among ``"uniform"``, the keys of ``ranks``,
+        :data:`ADALORA`, :data:`ADALORA_LOW`); default all.
+
+    Returns
+    -------
+    dict of str to peft.PeftModel
+
+    References
+    ----------
+    Hu et al., 2022; Zhang et al., 2023.
+    """
+    r0 = check_int(r0, "r0", low=1)
+    names = list(module_names)
+    init_r = r0 + r0 // 2 if adalora_init_r is None else check_int(adalora_init_r, "adalora_init_r", low=r0 + 1)
+    known = ["uniform", *ranks, ADALORA, *([ADALORA_LOW] if r0 > 1 else [])]
+    keep = set(known if methods is None else methods)
+    if keep - set(known):
+        raise ValueError(f"methods {sorted(keep - set(known))} are not among {known}")
+    models = {}
+    if "uniform" in keep:
+        models["uniform"] = make_lora_model(base, dict.fromkeys(names, r0), modules_to_save=modules_to_save,
+                                            random_state=random_state)
+    for name, r in ranks.items():
+        if name not in keep:
+            continue
+        r = _int_vector(r, f"ranks[{name!r}]", low=1)
+        if r.size != len(names):
+            raise ValueError(f"ranks[{name!r}] must have one rank per module ({len(names)}), got {r.size}")
+        models[name] = make_lora_model(base, dict(zip(names, map(int, r), strict=True)),
+                                       modules_to_save=modules_to_save, random_state=random_state)
+    if ADALORA in keep:
+        models[ADALORA] = make_adalora_model(base, names, target_r=r0, init_r=init_r, total_step=total_step,
+                                             modules_to_save=modules_to_save, random_state=random_state)
+    if ADALORA_LOW in keep:
+        models[ADALORA_LOW] = make_adalora_model(base, names, target_r=r0 - 1, init_r=r0, total_step=total_step,
+                                                 modules_to_save=modules_to_save, random_state=random_state)
+    return models
+
+
+def _mse(m: nn.Module, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+    return ((m(xb) - yb) ** 2).mean()
+
+
+def _mse_orth(m: nn.Module, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+    # peft's default orth_reg_weight
+    return _mse(m, xb, yb) + 0.5 * adalora_orth_penalty(m)
+
+
+def regression_seed(
+    true_ranks: Sequence[int],
+    *,
+    r0: int,
+    steps: int,
+    warmup: int = 20,
+    lr: float = 1e-2,
+    batch_size: int = 128,
+    cond_n: int = 32,
+    cond_steps: int = 16,
+    kappa: float = 50.0,
+    methods: Sequence[str] | None = None,
+    random_state: int = 0,
+) -> dict[str, Any]:
+    """One seed of task A: signals, allocations, and every method trained and scored.
+
+    The task is :func:`highrank_regression_task` ``(true_ranks, random_state)``. The
+    adaptation demand comes from a warm-up of uniform rank ``r0``
+    (:func:`lora_gradient_demand`); the contributions are :func:`task_contributions` of
+    the negative squared error on the warmed-up model, with the training targets, on the
+    first ``cond_n`` training inputs (zero baseline). Ranks by :func:`allocate_ranks`;
+    models by :func:`build_methods` (AdaLoRA's loss adds :func:`adalora_orth_penalty`);
+    every method trains ``steps`` Adam steps on the same batches and is scored by the
+    test MSE. Every random stream is seeded by ``random_state``.
+
+    Parameters
+    ----------
+    true_ranks : sequence of int
+        The planted ranks.
+    r0 : int
+        The budget is the cost of uniform rank ``r0``.
+    steps, warmup, lr, batch_size : int, int, float, int
+        Training and warm-up steps, Adam's learning rate, batch size.
+    cond_n, cond_steps : int
+        Conductance examples and path steps.
+    kappa : float
+        The Dirichlet prior's concentration.
+    methods : sequence of str, optional
+        Train only these methods (see :func:`build_methods`); default all.
+    random_state : int
+        The seed.
+
+    Returns
+    -------
+    dict
+        ``"rows"`` (one dict per method: method, test MSE, trained and final parameters,
+        budget, ranks, Spearman ρ with the planted ranks), ``"alloc"`` (from
+        :func:`allocate_ranks`), ``"rho"`` (Spearman ρ of the two signals), ``"C"``,
+        ``"G"``.
+
+    References
+    ----------
+    Ding et al., ICML 2026 (high-rank regression, reconstructed).
+    """
+    from scipy.stats import spearmanr
+
+    task = highrank_regression_task(true_ranks, random_state=random_state)
+    budget = int(check_int(r0, "r0", low=1) * task.costs.sum())
+    G, warm = lora_gradient_demand(task.base, task.layer_names, _mse, task.X_train, task.y_train, r0=r0,
+                                   steps=warmup, lr=lr, batch_size=batch_size, random_state=random_state)
+    Cl = task_contributions(
+        warm, {n: warm.get_submodule("base_model.model." + n) for n in task.layer_names},
+        task.X_train[:cond_n], task.y_train[:cond_n], neg_squared_error, n_steps=cond_steps, batch_size=cond_n,
+    )
+    alloc = allocate_ranks(Cl, G, task.costs, budget, kappa=kappa, max_ranks=task.max_ranks,
+                           random_state=random_state)
+    models = build_methods(task.base, task.layer_names, {k: v["ranks"] for k, v in alloc.items()}, r0=r0,
+                           total_step=steps, methods=methods, random_state=random_state)
+    rows = []
+    for name, m in models.items():
+        counts = adapter_param_counts(m)
+        ada = name.startswith("AdaLoRA")
+        train_lora(m, _mse_orth if ada else _mse, task.X_train, task.y_train, steps=steps, lr=lr,
+                   batch_size=batch_size, adalora=ada, random_state=random_state)
+        with torch.no_grad():
+            test = float(_mse(m, task.X_test, task.y_test))
+        r = alloc[name]["ranks"] if name in alloc else np.full(len(task.layer_names), r0) if name == "uniform" else None
+        rows.append({
+            "method": name, "test MSE": test, "trained parameters": counts["trained"],
+            "final parameters": lora_param_count(m), "budget": budget,
+            "ranks": "—" if r is None else " ".join(map(str, r)),
+            "ρ(ranks, truth)": float(spearmanr(r, task.true_ranks).statistic)
+            if r is not None and np.ptp(r) and np.ptp(task.true_ranks) else np.nan,
+        })
+    return {"rows": rows, "alloc": alloc, "rho": float(spearmanr(Cl, G).statistic), "C": Cl, "G": G,
+            "true_ranks": task.true_ranks}
+
+
+def _clf_loss(m: nn.Module, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+    return m(input_ids=xb, labels=yb).loss
+
+
+def encoder_seed(
+    enc: EncoderTask,
+    *,
+    r0: int,
+    steps: int,
+    warmup: int = 20,
+    lr: float = 3e-3,
+    batch_size: int = 64,
+    cond_n: int = 32,
+    cond_steps: int = 16,
+    kappa: float = 50.0,
+    head: Sequence[str] = ("classifier", "bert.pooler.dense"),
+    methods: Sequence[str] | None = None,
+    random_state: int = 0,
+) -> dict[str, Any]:
+    """One seed of task B: as :func:`regression_seed`, on a tiny BERT classifier.
+
+    The contributions are :func:`task_contributions` of the true-class log-probability
+    (:func:`true_class_log_prob`) on the warmed-up model (its head is trained in the
+    warm-up), with input embeddings as inputs and pad-token embeddings as the baseline.
+    The pooler and the head are trained in full by every method (``head``); the score is
+    the test accuracy. The encoder is ``enc``'s (shared over seeds); ``random_state``
+    seeds the adapters, the warm-up, the allocation and the batches.
+
+    Parameters
+    ----------
+    enc : EncoderTask
+        From :func:`marker_encoder_task`.
+    r0, steps, warmup, lr, batch_size, cond_n, cond_steps, kappa, methods, random_state
+        As in :func:`regression_seed`.
+    head : sequence of str
+        Modules trained in full.
+
+    Returns
+    -------
+    dict
+        As :func:`regression_seed`, rows with ``"accuracy"`` instead of the MSE.
+
+    References
+    ----------
+    Ding et al., ICML 2026 (GLUE, replaced by a generated task).
+    """
+    from scipy.stats import spearmanr
+
+    if not isinstance(enc, EncoderTask):
+        raise TypeError(f"enc must be an EncoderTask, got {type(enc).__name__}")
+    budget = int(check_int(r0, "r0", low=1) * enc.costs.sum())
+    head = list(head)
+    G, warm = lora_gradient_demand(enc.model, enc.module_names, _clf_loss, enc.X_train, enc.y_train, r0=r0,
+                                   steps=warmup, lr=lr, batch_size=batch_size, modules_to_save=head,
+                                   random_state=random_state)
+    emb = warm.get_submodule("base_model.model.bert.embeddings.word_embeddings")
+    xc = enc.X_train[:cond_n]
+    with torch.no_grad():
+        E, E0 = emb(xc), emb(torch.full_like(xc, enc.pad_id))
+    Cl = task_contributions(
+        lambda e: warm(inputs_embeds=e).logits,
+        {n: warm.get_submodule("base_model.model." + n) for n in enc.module_names},
+        E, enc.y_train[:cond_n], true_class_log_prob, E0, n_steps=cond_steps, batch_size=32,
+    )
+    alloc = allocate_ranks(Cl, G, enc.costs, budget, kappa=kappa, max_ranks=enc.max_ranks,
+                           random_state=random_state)
+    models = build_methods(enc.model, enc.module_names, {k: v["ranks"] for k, v in alloc.items()}, r0=r0,
+                           total_step=steps, modules_to_save=head, methods=methods, random_state=random_state)
+    rows = []
+    for name, m in models.items():
+        counts = adapter_param_counts(m)
+        train_lora(m, _clf_loss, enc.X_train, enc.y_train, steps=steps, lr=lr, batch_size=batch_size,
+                   adalora=name.startswith("AdaLoRA"), random_state=random_state)
+        with torch.no_grad():
+            acc = float((m(input_ids=enc.X_test).logits.argmax(1) == enc.y_test).float().mean())
+        r = alloc[name]["ranks"] if name in alloc else np.full(len(enc.module_names), r0) if name == "uniform" else None
+        rows.append({
+            "method": name, "accuracy": acc, "trained parameters": counts["trained"],
+            "final parameters": lora_param_count(m), "budget": budget,
+            "ranks": "—" if r is None else " ".join(map(str, r)),
+        })
+    return {"rows": rows, "alloc": alloc, "rho": float(spearmanr(Cl, G).statistic), "C": Cl, "G": G}
