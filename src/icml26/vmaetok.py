@@ -374,7 +374,8 @@ def train_tokenizer(
     order = torch.Generator().manual_seed(base)  # batch order: the same for every variant
     gen = torch.Generator().manual_seed(base + 2**31)  # masks, τ, ε: the variant's own draws
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: min(1.0, (i + 1) / 20) * 0.5 * (1 + np.cos(np.pi * i / steps)))
+    n_warm = max(1, int(round(0.05 * steps)))  # linear warm-up over 5 % of the steps (20 of 400)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: min(1.0, (i + 1) / n_warm) * 0.5 * (1 + np.cos(np.pi * i / steps)))
     model.train()
     losses, t0 = [], time.perf_counter()
     for _ in progress(range(steps), desc):
@@ -414,7 +415,7 @@ def finetune_decoder(
 
     .. math::
 
-        \min_{\theta_D} \; \mathbb E_V \, \lVert D_{\theta_D}(E(V)) - V \rVert^2 ,
+        \\min_{\\theta_D} \\; \\mathbb E_V \\, \\lVert D_{\\theta_D}(E(V)) - V \\rVert^2 ,
 
     with AdamW, a linear warm-up over the first ``warmup`` fraction of the steps and a
     cosine decay. l-DeTok's released recipe (README, "Decoder fine-tuning") uses
@@ -696,7 +697,10 @@ def run_variant(
     if name not in VARIANTS:
         raise ValueError(f"name={name!r} is not a variant; choose one of {list(VARIANTS)}")
     rho, gamma = VARIANTS[name]
+    ft_steps = check_int(ft_steps, "ft_steps", low=0)
     y = np.asarray(eval_labels)
+    if y.shape != (len(eval_videos),):
+        raise ValueError(f"eval_labels must have shape ({len(eval_videos)},), one per eval clip, got {y.shape}")
     model = VideoMAETok(mask_ratio=rho, noise_gamma=gamma, random_state=random_state, **tok)
     hist = train_tokenizer(model, train_videos, steps=tok_steps, batch_size=batch_size, random_state=random_state)
     stage1 = copy.deepcopy(model)
