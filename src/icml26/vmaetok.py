@@ -15,6 +15,8 @@ A clip ``[B, C, T, H, W]`` is cut into tubelets of ``t_p × p × p`` pixels
   ``ε ~ N(0, I)`` (:func:`interpolative_noise`) before the decoder sees them.
 
 The loss is the pixel MSE over every patch. At inference nothing is masked or noised.
+A second stage (:func:`finetune_decoder`, l-DeTok's released recipe) freezes the encoder
+and fine-tunes the decoder alone on clean latents (``ρ = 0``, ``γ = 0``).
 The four variants of the paper's ablation are the flags ``(mask_ratio, noise_gamma)``:
 plain AE ``(0, 0)``, mask-only ``(ρ, 0)``, noise-only ``(0, γ)`` and VideoMAETok ``(ρ, γ)``
 (:data:`VARIANTS`). A generator is then trained on each tokenizer's standardised latents
@@ -25,7 +27,8 @@ Choices we made where the paper's code could not be read (marked *(R)*): one lat
 tubelet (a 3-D grid, as in l-DeTok's per-patch latents) rather than a 1-D set of learned
 latent tokens; a LayerNorm without affine on each token's latent (so the encoder cannot
 out-scale the noise); noise on the visible latents, ``τ`` per clip, ``ρ`` per batch; learned
-position embeddings; no perceptual or GAN loss, no decoder fine-tune stage.
+position embeddings; no perceptual or GAN loss (in either stage); the fine-tune's learning
+rate (a quarter of stage 1's) and length (half of stage 1, as l-DeTok's 100 of 200 epochs).
 
 References
 ----------

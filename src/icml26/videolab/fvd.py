@@ -4,7 +4,12 @@ The Fréchet video distance (FVD) compares the Gaussian fits of two sets of clip
 taken from a pretrained I3D network. I3D weights cannot be downloaded here, so the lab
 trains one small 3-D CNN classifier on real bouncing-sprite clips
 (:func:`train_video_classifier`) and takes its penultimate activations as features
-(:func:`video_features`). The Fréchet distance between two Gaussians,
+(:func:`video_features`). I3D is trained to recognise actions, so its features see
+motion; a network trained only to name the sprite need not (its features mostly follow
+brightness). With ``motion_task=True`` the network gets a second head, trained on the
+same features to tell clips in their true frame order from clips whose frames were
+shuffled (:func:`shuffle_frames`), so that destroying the motion moves the features.
+The Fréchet distance between two Gaussians,
 
 .. math::
 
