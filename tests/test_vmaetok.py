@@ -126,3 +126,75 @@ def test_decoder_puts_latents_back_in_place():
         assert torch.allclose(tok.decode(torch.gather(z, 1, perm[..., None].expand(-1, -1, 4)), perm), ref, atol=1e-5)
         wrong = tok.decode(z[:, torch.randperm(64, generator=torch.Generator().manual_seed(9))], torch.arange(64).expand(2, 64))
         assert not torch.allclose(wrong, ref, atol=1e-3)
+
+
+def test_decoder_finetune_freezes_the_encoder_and_fits_clean_latents():
+    clips = sprites.make_sprite_clips(64, random_state=0).videos
+    tok = V.VideoMAETok(mask_ratio=0.75, noise_gamma=3.0, random_state=0, **SMALL)
+    V.train_tokenizer(tok, clips, steps=10, batch_size=16, random_state=0)
+    enc_before = {k: v.clone() for k, v in tok.state_dict().items() if k.split(".")[0] in V.ENCODER_PARTS}
+    dec_before = tok.to_pixels.weight.detach().clone()
+    z0 = V.encode_clips(tok, clips)
+    mse0 = float(((V.decode_grid(tok, z0) - clips) ** 2).mean())
+    h = V.finetune_decoder(tok, clips, steps=40, batch_size=16, lr=2e-3, random_state=0)
+    assert len(h["loss"]) == 40
+    assert all(torch.equal(tok.state_dict()[k], v) for k, v in enc_before.items())  # encoder untouched
+    assert len(enc_before) > 5 and all(p.requires_grad for p in tok.parameters())  # flags restored
+    assert torch.equal(V.encode_clips(tok, clips), z0)  # so the generator's latents are stage 1's
+    assert not torch.equal(tok.to_pixels.weight, dec_before)  # the decoder did change
+    assert float(((V.decode_grid(tok, z0) - clips) ** 2).mean()) < mse0  # and fits clean latents better
+
+
+def test_training_batches_do_not_depend_on_the_variant(monkeypatch):
+    """Batch order has its own generator: every variant sees the same clips at every step."""
+    clips = sprites.make_sprite_clips(40, random_state=0).videos
+    seen = {}
+    for name, (rho, gamma) in V.VARIANTS.items():
+        tok = V.VideoMAETok(mask_ratio=rho, noise_gamma=gamma, random_state=0, **SMALL)
+        batches = []
+        orig = V.VideoMAETok.training_loss
+
+        def spy(self, videos, generator=None, _b=batches, _o=orig):
+            _b.append(videos.clone())
+            return _o(self, videos, generator)
+
+        monkeypatch.setattr(V.VideoMAETok, "training_loss", spy)
+        V.train_tokenizer(tok, clips, steps=4, batch_size=8, random_state=3)
+        monkeypatch.setattr(V.VideoMAETok, "training_loss", orig)
+        seen[name] = torch.stack(batches)
+    ref = seen["AE"]
+    assert all(torch.equal(b, ref) for b in seen.values())
+    assert not torch.equal(ref[0], ref[1])
+
+
+def test_run_variant_scores_and_pairs_the_two_decoders():
+    from icml26.videolab import fvd
+
+    data = sprites.make_sprite_clips(48, random_state=0)
+    ev = sprites.make_sprite_clips(16, random_state=1)
+    clf = fvd.train_video_classifier(data.videos, data.labels, epochs=1, motion_task=True, random_state=0)
+    feats = fvd.video_features(clf, ev.videos)
+    kw = dict(tok=SMALL, gen=dict(dim=16, depth=1, heads=2), tok_steps=3, ft_lr=1e-3, gen_steps=2, sample_steps=2,
+              batch_size=8, random_state=0)
+    row, clips = V.run_variant("VideoMAETok", data.videos, ev.videos, ev.labels, clf, feats, ft_steps=3, **kw)
+    assert row["latent change in fine-tune"] == 0.0
+    assert row["recon MSE"] != row["recon MSE, stage 1"]
+    assert clips["rec"].shape == (3, 3, 8, 16, 16) and clips["gen"].shape == (3, 3, 8, 16, 16)
+    row0, _ = V.run_variant("VideoMAETok", data.videos, ev.videos, ev.labels, clf, feats, ft_steps=0, **kw)
+    assert row0["recon MSE"] == row0["recon MSE, stage 1"] == row["recon MSE, stage 1"]  # same stage 1
+    assert row0["gFD, stage 1"] == row["gFD, stage 1"]  # same samples through the same decoder
+
+
+@covers("vmaetok.finetune_decoder", "vmaetok.run_variant")
+def test_finetune_and_run_variant_bad_inputs():
+    tok = V.VideoMAETok(**SMALL)
+    clips = np.zeros((4, 3, 8, 16, 16), np.float32)
+    rejects(V.finetune_decoder, "tok", clips, steps=1)
+    rejects(V.finetune_decoder, tok, clips, steps=0)
+    rejects(V.finetune_decoder, tok, clips, steps=1, warmup=1.0, match="warmup")
+    rejects(V.finetune_decoder, tok, clips, steps=1, lr=0.0, match="lr")
+    rejects(V.finetune_decoder, tok, np.zeros((2, 3, 6, 16, 16)), steps=1)
+    kw = dict(tok=SMALL, gen={}, tok_steps=1, ft_steps=0, ft_lr=1e-3, gen_steps=1, sample_steps=1)
+    rejects(V.run_variant, "VAE", clips, clips, np.zeros(4, int), None, None, match="variant", **kw)
+    rejects(V.run_variant, "AE", clips, clips, np.zeros(3, int), None, None, match="eval_labels", **kw)
+    rejects(V.run_variant, "AE", clips, clips, np.zeros(4, int), None, None, **(kw | {"ft_steps": -1}))

@@ -15,6 +15,8 @@ A clip ``[B, C, T, H, W]`` is cut into tubelets of ``t_p × p × p`` pixels
   ``ε ~ N(0, I)`` (:func:`interpolative_noise`) before the decoder sees them.
 
 The loss is the pixel MSE over every patch. At inference nothing is masked or noised.
+A second stage (:func:`finetune_decoder`, l-DeTok's released recipe) freezes the encoder
+and fine-tunes the decoder alone on clean latents (``ρ = 0``, ``γ = 0``).
 The four variants of the paper's ablation are the flags ``(mask_ratio, noise_gamma)``:
 plain AE ``(0, 0)``, mask-only ``(ρ, 0)``, noise-only ``(0, γ)`` and VideoMAETok ``(ρ, γ)``
 (:data:`VARIANTS`). A generator is then trained on each tokenizer's standardised latents
@@ -25,7 +27,8 @@ Choices we made where the paper's code could not be read (marked *(R)*): one lat
 tubelet (a 3-D grid, as in l-DeTok's per-patch latents) rather than a 1-D set of learned
 latent tokens; a LayerNorm without affine on each token's latent (so the encoder cannot
 out-scale the noise); noise on the visible latents, ``τ`` per clip, ``ρ`` per batch; learned
-position embeddings; no perceptual or GAN loss, no decoder fine-tune stage.
+position embeddings; no perceptual or GAN loss (in either stage); the fine-tune's learning
+rate (a quarter of stage 1's) and length (half of stage 1, as l-DeTok's 100 of 200 epochs).
 
 References
 ----------
@@ -374,7 +377,8 @@ def train_tokenizer(
     order = torch.Generator().manual_seed(base)  # batch order: the same for every variant
     gen = torch.Generator().manual_seed(base + 2**31)  # masks, τ, ε: the variant's own draws
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: min(1.0, (i + 1) / 20) * 0.5 * (1 + np.cos(np.pi * i / steps)))
+    n_warm = max(1, int(round(0.05 * steps)))  # linear warm-up over 5 % of the steps (20 of 400)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: min(1.0, (i + 1) / n_warm) * 0.5 * (1 + np.cos(np.pi * i / steps)))
     model.train()
     losses, t0 = [], time.perf_counter()
     for _ in progress(range(steps), desc):
@@ -387,6 +391,110 @@ def train_tokenizer(
         sched.step()
         losses.append(float(loss.detach()))
     model.eval()
+    return {"loss": losses, "seconds": time.perf_counter() - t0}
+
+
+ENCODER_PARTS: tuple[str, ...] = ("embed", "enc_pos", "encoder", "enc_norm", "to_latent")
+"""Submodules and parameters of :class:`VideoMAETok` that make the latents (frozen by :func:`finetune_decoder`)."""
+
+
+def finetune_decoder(
+    model: VideoMAETok,
+    videos: np.ndarray,
+    *,
+    steps: int,
+    batch_size: int = 32,
+    lr: float = 5e-4,
+    warmup: float = 0.05,
+    random_state: RandomState = 0,
+    desc: str = "decoder fine-tune",
+) -> dict[str, list[float] | float]:
+    """Stage 2 of l-DeTok's recipe: freeze the encoder, fine-tune the decoder on clean latents.
+
+    The encoder (:data:`ENCODER_PARTS`) is frozen, so the latents, and with them everything
+    the generator is trained on, are exactly those of stage 1. The decoder is trained with
+    no masking and no noise (``ρ = 0``, ``γ = 0``) to reconstruct every patch from the
+    inference latents ``z = E(V)``,
+
+    .. math::
+
+        \\min_{\\theta_D} \\; \\mathbb E_V \\, \\lVert D_{\\theta_D}(E(V)) - V \\rVert^2 ,
+
+    with AdamW, a linear warm-up over the first ``warmup`` fraction of the steps and a
+    cosine decay. l-DeTok's released recipe (README, "Decoder fine-tuning") uses
+    ``--train_decoder_only --gamma 0.0 --mask_ratio 0.0``, a warm-up rate of 0.05 and a
+    lower learning rate than stage 1; its perceptual and GAN terms are left out here.
+    Since the encoder is frozen and sees clean clips, the latents of all clips are computed
+    once and only the decoder runs in each step.
+
+    Parameters
+    ----------
+    model : VideoMAETok
+        A tokenizer after stage 1 (:func:`train_tokenizer`); changed in place.
+    videos : array_like, shape [n, C, T, H, W]
+        Training clips.
+    steps, batch_size : int
+        Budget (AdamW steps, clips per step).
+    lr : float
+        Peak learning rate (> 0).
+    warmup : float
+        Fraction of the steps of linear warm-up, in [0, 1).
+    random_state : int, numpy.random.Generator or None
+        Seeds the batch order only (nothing else is random), so two tokenizers fine-tuned
+        with the same seed see the same clips in the same order.
+
+    Returns
+    -------
+    dict
+        ``loss`` (per step) and ``seconds`` (wall time, latents included).
+
+    References
+    ----------
+    Yang et al., l-DeTok, arXiv:2507.15856 (github.com/Jiawei-Yang/DeTok, README);
+    Chen et al., MAETok, arXiv:2502.03444 (decoder fine-tuning with the encoder frozen).
+    """
+    if not isinstance(model, VideoMAETok):
+        raise TypeError(f"model must be a VideoMAETok, got {type(model).__name__}")
+    x = model._check(videos)
+    steps = check_int(steps, "steps")
+    batch_size = check_int(batch_size, "batch_size")
+    lr = check_real(lr, "lr", lo=0.0, lo_open=True)
+    warmup = check_real(warmup, "warmup", lo=0.0, hi=1.0, hi_open=True)
+    frozen: list[nn.Parameter] = []
+    for name in ENCODER_PARTS:
+        part = getattr(model, name)
+        frozen += [part] if isinstance(part, nn.Parameter) else list(part.parameters())
+    ids = {id(p) for p in frozen}
+    trainable = [p for p in model.parameters() if id(p) not in ids]
+    t0 = time.perf_counter()
+    model.eval()
+    with torch.no_grad():
+        z = torch.cat([model.encode(x[i : i + 256]) for i in range(0, x.shape[0], 256)])  # [n, N, c], fixed
+    order = torch_generator(random_state)
+    n_warm = max(1, int(round(warmup * steps)))
+    opt = torch.optim.AdamW(trainable, lr=lr, weight_decay=0.0)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda i: min(1.0, (i + 1) / n_warm) * 0.5 * (1 + np.cos(np.pi * i / steps))
+    )
+    flags = [p.requires_grad for p in frozen]
+    for p in frozen:
+        p.requires_grad_(False)
+    model.train()
+    losses = []
+    try:
+        for _ in progress(range(steps), desc):
+            idx = torch.randint(0, x.shape[0], (batch_size,), generator=order)
+            loss = F.mse_loss(model.decode(z[idx]), x[idx])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            nn.utils.clip_grad_norm_(trainable, 1.0)
+            opt.step()
+            sched.step()
+            losses.append(float(loss.detach()))
+    finally:
+        for p, f in zip(frozen, flags):
+            p.requires_grad_(f)
+        model.eval()
     return {"loss": losses, "seconds": time.perf_counter() - t0}
 
 
@@ -537,3 +645,93 @@ def encoder_flops(n_tokens: int, dim: int, depth: int, mlp_ratio: float = 4.0) -
     L = check_int(depth, "depth")
     r = check_real(mlp_ratio, "mlp_ratio", lo=0.0, lo_open=True)
     return float(L * (2 * n * (4 * d * d + 2 * r * d * d) + 4 * n * n * d))
+
+
+def run_variant(
+    name: str,
+    train_videos: np.ndarray,
+    eval_videos: np.ndarray,
+    eval_labels: np.ndarray,
+    classifier,
+    real_features: np.ndarray,
+    *,
+    tok: dict,
+    gen: dict,
+    tok_steps: int,
+    ft_steps: int,
+    ft_lr: float,
+    gen_steps: int,
+    sample_steps: int,
+    batch_size: int = 32,
+    random_state: int = 0,
+) -> tuple[dict[str, float], dict[str, np.ndarray]]:
+    """One variant of the ablation at one seed: tokenizer, decoder fine-tune, generator, scores.
+
+    The pipeline: train the tokenizer of variant ``name`` (:data:`VARIANTS`) for
+    ``tok_steps`` (:func:`train_tokenizer`), fine-tune its decoder for ``ft_steps`` with
+    the encoder frozen (:func:`finetune_decoder`), standardise the training latents
+    (:class:`LatentStandardizer`), train the generator (:func:`train_latent_generator`)
+    and sample ``len(eval_videos)`` clips. Because the encoder is frozen in stage 2, the
+    generator's latents are the same with either decoder, so the same samples are also
+    decoded with the stage-1 decoder: the effect of the fine-tune is measured on identical
+    latents.
+
+    Scores use the FVD stand-in's network ``classifier``
+    (:class:`~icml26.videolab.fvd.VideoClassifier3D`): ``rFD`` and ``gFD`` are the Fréchet
+    distances of reconstructions and samples to ``real_features`` (the features of
+    ``eval_videos``), ``recon accuracy`` the class accuracy on reconstructions, ``gen
+    confidence`` the mean top-class probability of the samples.
+
+    Returns
+    -------
+    row : dict
+        The scores (``recon MSE``, ``rFD``, ``recon accuracy``, ``gFD``, ``gen confidence``,
+        ``gen classes``, the stage-1 decoder's ``recon MSE, stage 1`` and ``gFD, stage 1``,
+        ``latent change in fine-tune`` (max absolute change of the eval latents; 0 when the
+        encoder stayed frozen) and ``tokenizer s/step``).
+    clips : dict
+        ``rec`` and ``gen``: the first three reconstructions and samples.
+    """
+    import copy
+
+    from .videolab import fvd
+    from .videolab.dit import euler_sample
+
+    if name not in VARIANTS:
+        raise ValueError(f"name={name!r} is not a variant; choose one of {list(VARIANTS)}")
+    rho, gamma = VARIANTS[name]
+    ft_steps = check_int(ft_steps, "ft_steps", low=0)
+    y = np.asarray(eval_labels)
+    if y.shape != (len(eval_videos),):
+        raise ValueError(f"eval_labels must have shape ({len(eval_videos)},), one per eval clip, got {y.shape}")
+    model = VideoMAETok(mask_ratio=rho, noise_gamma=gamma, random_state=random_state, **tok)
+    hist = train_tokenizer(model, train_videos, steps=tok_steps, batch_size=batch_size, random_state=random_state)
+    stage1 = copy.deepcopy(model)
+    z_eval_1 = encode_clips(model, eval_videos)
+    if ft_steps > 0:
+        finetune_decoder(model, train_videos, steps=ft_steps, batch_size=batch_size, lr=ft_lr, random_state=random_state)
+    z_eval = encode_clips(model, eval_videos)
+    zs = encode_clips(model, train_videos)
+    std = LatentStandardizer.fit(zs)
+    gm, _ = train_latent_generator(std.transform(zs), steps=gen_steps, batch_size=batch_size, random_state=random_state, **gen)
+    z_gen = std.inverse(
+        euler_sample(gm, (len(eval_videos), model.latent_dim, *model.grid), steps=sample_steps, random_state=random_state + 1)
+    )
+    out: dict[str, float] = {}
+    clips: dict[str, np.ndarray] = {}
+    for tag, m in (("", model), (", stage 1", stage1)):
+        rec = decode_grid(m, z_eval)
+        fake = decode_grid(m, z_gen)
+        f_rec, p_rec = fvd.features_and_probs(classifier, rec)
+        f_gen, p_gen = fvd.features_and_probs(classifier, fake)
+        out[f"recon MSE{tag}"] = float(((rec - eval_videos) ** 2).mean())
+        out[f"rFD{tag}"] = fvd.feature_frechet_distance(real_features, f_rec)
+        out[f"gFD{tag}"] = fvd.feature_frechet_distance(real_features, f_gen)
+        if not tag:
+            out["recon accuracy"] = float((p_rec.argmax(1) == y).mean())
+            out["gen confidence"] = float(p_gen.max(1).mean())
+            out["gen classes"] = int((np.bincount(p_gen.argmax(1), minlength=p_gen.shape[1]) / len(p_gen) > 0.05).sum())
+            clips = {"rec": rec[:3], "gen": fake[:3]}
+    out["latent change in fine-tune"] = float((z_eval - z_eval_1).abs().max())
+    out["tokenizer s/step"] = float(hist["seconds"]) / tok_steps
+    return out, clips

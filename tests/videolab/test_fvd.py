@@ -113,3 +113,43 @@ def test_sprites_bad_inputs(tmp_path):
     np.save(p, np.zeros((2, 8, 3, 16, 16)))
     rejects(sprites.load_video_array, str(p))
     assert len(sprites.sprite_templates()) == len(sprites.SPRITE_CLASSES)
+
+
+def test_shuffle_frames_permutes_each_clip_in_time_only():
+    x = torch.as_tensor(sprites.make_sprite_clips(20, random_state=0).videos)
+    y = fvd.shuffle_frames(x, random_state=1)
+    assert torch.equal(y, fvd.shuffle_frames(x, random_state=1))
+    for a, b in zip(x, y):
+        match = [[torch.equal(b[:, i], a[:, j]) for j in range(8)] for i in range(8)]
+        assert all(any(r) for r in match)  # every frame of the result is a frame of the clip
+        assert not torch.equal(a, b) or all(torch.equal(a[:, 0], a[:, k]) for k in range(8))  # order changed
+    assert torch.allclose(y.sum(2), x.sum(2))  # same frames, so the same per-pixel totals
+
+
+def test_frame_order_head_makes_the_distance_see_motion():
+    """Shuffling frames in time (motion destroyed, appearance intact) must raise the FD well above the
+    real-set floor, and weigh more against halving the brightness than with class-only features."""
+    tr = sprites.make_sprite_clips(500, random_state=0)
+    a = sprites.make_sprite_clips(150, random_state=1).videos
+    b = sprites.make_sprite_clips(150, random_state=2).videos
+    shuffled, dim = fvd.shuffle_frames(b, random_state=3).numpy(), 0.5 * b
+    ratios = {}
+    for motion in (True, False):
+        m = fvd.train_video_classifier(tr.videos, tr.labels, epochs=4, motion_task=motion, random_state=0)
+        floor, shuf, half = (fvd.video_frechet_distance(m, a, v) for v in (b, shuffled, dim))
+        if motion:
+            assert m.motion is not None and shuf > 10 * floor
+        ratios[motion] = shuf / half
+    assert ratios[True] > 2 * ratios[False]
+
+
+@covers("videolab.fvd.shuffle_frames", "videolab.fvd.features_and_probs")
+def test_shuffle_and_features_bad_inputs():
+    rejects(fvd.shuffle_frames, np.zeros((2, 3, 1, 16, 16), np.float32), match="2 frames")
+    rejects(fvd.shuffle_frames, np.zeros((2, 8, 16, 16), np.float32))
+    rejects(fvd.features_and_probs, "model", np.zeros((2, 3, 8, 16, 16), np.float32))
+    rejects(fvd.features_and_probs, fvd.VideoClassifier3D(), np.full((2, 3, 8, 16, 16), np.nan, np.float32))
+    rejects(fvd.train_video_classifier, np.zeros((4, 3, 8, 16, 16), np.float32), np.zeros(4, int), motion_task=1)
+    rejects(fvd.train_video_classifier, np.zeros((4, 3, 8, 16, 16), np.float32), np.zeros(4, int), motion_task=True,
+            motion_weight=0.0, match="motion_weight")
+    rejects(fvd.VideoClassifier3D, motion_head="yes")

@@ -4,7 +4,12 @@ The Fréchet video distance (FVD) compares the Gaussian fits of two sets of clip
 taken from a pretrained I3D network. I3D weights cannot be downloaded here, so the lab
 trains one small 3-D CNN classifier on real bouncing-sprite clips
 (:func:`train_video_classifier`) and takes its penultimate activations as features
-(:func:`video_features`). The Fréchet distance between two Gaussians,
+(:func:`video_features`). I3D is trained to recognise actions, so its features see
+motion; a network trained only to name the sprite need not (its features mostly follow
+brightness). With ``motion_task=True`` the network gets a second head, trained on the
+same features to tell clips in their true frame order from clips whose frames were
+shuffled (:func:`shuffle_frames`), so that destroying the motion moves the features.
+The Fréchet distance between two Gaussians,
 
 .. math::
 
@@ -193,12 +198,20 @@ class VideoClassifier3D(nn.Module):
         Number of classes (4 for the sprites).
     feature_dim : int
         Width of the feature layer.
+    motion_head : bool
+        Add a second linear head on the same features that tells clips in their true frame
+        order from clips whose frames were shuffled (:func:`shuffle_frames`); trained with
+        it (:func:`train_video_classifier` with ``motion_task=True``), the features must
+        encode temporal coherence, as I3D's action-recognition features do, and not only
+        the appearance that the sprite class needs.
     """
 
-    def __init__(self, n_classes: int = 4, feature_dim: int = 32) -> None:
+    def __init__(self, n_classes: int = 4, feature_dim: int = 32, motion_head: bool = False) -> None:
         super().__init__()
         n_classes = check_int(n_classes, "n_classes", low=2)
         feature_dim = check_int(feature_dim, "feature_dim")
+        if not isinstance(motion_head, bool):
+            raise TypeError(f"motion_head={motion_head!r} must be a bool")
         self.body = nn.Sequential(
             nn.Conv3d(3, 16, 3, padding=1), nn.ReLU(), nn.MaxPool3d((1, 2, 2)),
             nn.Conv3d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool3d((1, 2, 2)),
@@ -206,6 +219,8 @@ class VideoClassifier3D(nn.Module):
             nn.AdaptiveAvgPool3d(1), nn.Flatten(),
         )
         self.head = nn.Linear(feature_dim, n_classes)
+        # second head: "are this clip's frames in their true order?" (logits [in order, shuffled])
+        self.motion = nn.Linear(feature_dim, 2) if motion_head else None
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
         """Penultimate features, ``(n, 3, T, H, W) -> (n, feature_dim)``."""
@@ -216,6 +231,38 @@ class VideoClassifier3D(nn.Module):
         return self.head(self.features(x))
 
 
+def shuffle_frames(videos, *, random_state: RandomState = 0) -> torch.Tensor:
+    """Each clip with its frames in a random order other than the true one (motion destroyed).
+
+    Every clip gets its own uniform random permutation of its ``T >= 2`` frames, redrawn
+    while it is the identity; each frame's content (and so the clip's appearance: shape,
+    colour, brightness) is unchanged, only the order in time is lost.
+
+    Parameters
+    ----------
+    videos : array_like or Tensor, shape (n, 3, T, H, W)
+    random_state : int, numpy.random.Generator or None
+        Seeds the permutations.
+
+    Returns
+    -------
+    Tensor, shape (n, 3, T, H, W)
+    """
+    x = _check_videos(videos)
+    t = x.shape[2]
+    if t < 2:
+        raise ValueError(f"shuffling frames needs clips of at least 2 frames, got T={t}")
+    gen = torch_generator(random_state)
+    perms = []
+    for _ in range(x.shape[0]):
+        p = torch.randperm(t, generator=gen)
+        while bool((p == torch.arange(t)).all()):
+            p = torch.randperm(t, generator=gen)
+        perms.append(p)
+    idx = torch.stack(perms)  # [n, T]
+    return torch.gather(x, 2, idx[:, None, :, None, None].expand_as(x))
+
+
 def train_video_classifier(
     videos: np.ndarray,
     labels: np.ndarray,
@@ -224,6 +271,8 @@ def train_video_classifier(
     batch_size: int = 64,
     lr: float = 3e-3,
     feature_dim: int = 32,
+    motion_task: bool = False,
+    motion_weight: float = 1.0,
     random_state: RandomState = 0,
 ) -> VideoClassifier3D:
     """Train the FVD stand-in's classifier once on real clips (Adam, cross-entropy).
@@ -237,8 +286,16 @@ def train_video_classifier(
     epochs, batch_size, lr : training budget.
     feature_dim : int
         Feature width (the dimension of the Fréchet distance).
+    motion_task : bool
+        Also train a motion head (:class:`VideoClassifier3D` ``motion_head``): in each
+        batch a random half of the clips get their frames shuffled
+        (:func:`shuffle_frames`) and the loss adds the cross-entropy of telling them from
+        the clips in true order (a shuffled clip keeps its class: each frame still shows
+        the sprite).
+    motion_weight : float
+        Weight (> 0) of the motion head's loss against the class loss.
     random_state : int, numpy.random.Generator or None
-        Seeds the initial weights and the batch order.
+        Seeds the initial weights, the batch order and the shuffles.
 
     Returns
     -------
@@ -258,9 +315,12 @@ def train_video_classifier(
     epochs = check_int(epochs, "epochs")
     batch_size = check_int(batch_size, "batch_size")
     lr = check_real(lr, "lr", lo=0.0, lo_open=True)
+    if not isinstance(motion_task, bool):
+        raise TypeError(f"motion_task={motion_task!r} must be a bool")
+    motion_weight = check_real(motion_weight, "motion_weight", lo=0.0, lo_open=True)
     n_classes = max(int(y.max()) + 1, 2)
     torch.manual_seed(seed_from(random_state))
-    model = VideoClassifier3D(n_classes, feature_dim)
+    model = VideoClassifier3D(n_classes, feature_dim, motion_head=motion_task)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     gen = torch_generator(random_state)
     model.train()
@@ -268,7 +328,17 @@ def train_video_classifier(
         order = torch.randperm(x.shape[0], generator=gen)
         for i in range(0, x.shape[0], batch_size):
             idx = order[i : i + batch_size]
-            loss = nn.functional.cross_entropy(model(x[idx]), y[idx])
+            xb, yb = x[idx], y[idx]
+            if not motion_task:
+                loss = nn.functional.cross_entropy(model(xb), yb)
+            else:
+                shuffled = torch.rand(len(idx), generator=gen) < 0.5  # [b] which clips lose their order
+                seed = int(torch.randint(0, 2**31 - 1, (1,), generator=gen))
+                xb = torch.where(shuffled[:, None, None, None, None], shuffle_frames(xb, random_state=seed), xb)
+                f = model.features(xb)
+                loss = nn.functional.cross_entropy(model.head(f), yb) + motion_weight * nn.functional.cross_entropy(
+                    model.motion(f), shuffled.long()
+                )
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -284,6 +354,22 @@ def video_features(model: VideoClassifier3D, videos: np.ndarray, *, batch_size: 
     batch_size = check_int(batch_size, "batch_size")
     model.eval()
     return torch.cat([model.features(x[i : i + batch_size]) for i in range(0, x.shape[0], batch_size)]).double().numpy()
+
+
+@torch.no_grad()
+def features_and_probs(model: VideoClassifier3D, videos: np.ndarray, *, batch_size: int = 256) -> tuple[np.ndarray, np.ndarray]:
+    """Features and class probabilities of ``videos`` from one forward pass of the network.
+
+    Returns
+    -------
+    features : numpy.ndarray, shape (n, feature_dim)
+        As :func:`video_features`.
+    probs : numpy.ndarray, shape (n, n_classes)
+        Softmax of the class head on those features (what :func:`classifier_accuracy` and
+        :func:`classifier_confidence` use).
+    """
+    f = torch.as_tensor(video_features(model, videos, batch_size=batch_size))
+    return f.numpy(), model.head(f.float()).softmax(1).double().numpy()
 
 
 def video_frechet_distance(model: VideoClassifier3D, real: np.ndarray, fake: np.ndarray) -> float:
