@@ -505,7 +505,21 @@ class EditResult:
     edit_cosine: np.ndarray = field(default=None, repr=False)
 
 
-def edit(model, tok, requests, layers, method: str, cfg: EditConfig, covs: Mapping[int, torch.Tensor], random_state: RandomState = 0) -> EditResult:
+def _cached_anchor(model, tok, r, layer, cfg, cache):
+    """:func:`optimise_anchor`'s ``z``, memoised in ``cache`` (a dict or None) by everything it depends on but λ."""
+    if cache is None:
+        return optimise_anchor(model, tok, r, layer, cfg)[0]
+    if not isinstance(cache, dict):
+        raise TypeError(f"anchor_cache must be a dict or None, got {type(cache).__name__}")
+    key = (id(model), r["prompt"], r["subject"], r["target_new"], layer, cfg.clamp, cfg.steps, cfg.lr, cfg.kl_weight,
+           cfg.weight_decay, cfg.prefixes, cfg.essence)
+    if key not in cache:
+        cache[key] = optimise_anchor(model, tok, r, layer, cfg)[0]
+    return cache[key]
+
+
+def edit(model, tok, requests, layers, method: str, cfg: EditConfig, covs: Mapping[int, torch.Tensor], random_state: RandomState = 0,
+         anchor_cache: dict | None = None) -> EditResult:
     """Apply a batch of edits with OneLayer, MEMIT, MEMIT without division or FE.
 
     Parameters
@@ -520,7 +534,12 @@ def edit(model, tok, requests, layers, method: str, cfg: EditConfig, covs: Mappi
     covs : mapping layer -> torch.Tensor (d_k, d_k)
         Key covariances (:func:`key_covariance` of :func:`collect_keys`).
     random_state : int, optional
-        Passed to the anchor optimisation.
+        Unused (the anchor optimisation is deterministic); kept for a uniform signature.
+    anchor_cache : dict, optional
+        Memo of optimised anchors keyed by the unedited model, the request, the anchor
+        layer and every setting but ``λ`` (which the anchor does not depend on); pass the
+        same dict to several calls on the same model to optimise each anchor once. The
+        model must not be changed in place between calls.
 
     Returns
     -------
@@ -549,7 +568,7 @@ def edit(model, tok, requests, layers, method: str, cfg: EditConfig, covs: Mappi
     anchor_layer = layers[0] if method == "fe" else layers[-1]
     zs, targets = [], []
     for r in reqs:
-        z, _ = optimise_anchor(model, tok, r, anchor_layer, cfg, random_state)
+        z = _cached_anchor(model, tok, r, anchor_layer, cfg, anchor_cache)
         zs.append(z)
         if method == "fe":  # forward replay on the clean model, bare prompt
             ids, p = _prompt_ids(tok, r["prompt"].format(r["subject"]), r["subject"])
@@ -602,7 +621,7 @@ def _subject_hidden(model, tok, reqs, layer) -> torch.Tensor:
     return hs.double()
 
 
-def anchor_efficacy(model, tok, requests, layer: int, cfg: EditConfig) -> np.ndarray:
+def anchor_efficacy(model, tok, requests, layer: int, cfg: EditConfig, anchor_cache: dict | None = None) -> np.ndarray:
     """Whether the optimised anchor alone, written into block ``layer``'s output, makes the new object win.
 
     For each request the anchor ``z = h + δ`` of :func:`optimise_anchor` replaces the
@@ -618,6 +637,8 @@ def anchor_efficacy(model, tok, requests, layer: int, cfg: EditConfig) -> np.nda
     layer : int
         Anchor layer.
     cfg : EditConfig
+    anchor_cache : dict, optional
+        As in :func:`edit`.
 
     Returns
     -------
@@ -635,7 +656,7 @@ def anchor_efficacy(model, tok, requests, layer: int, cfg: EditConfig) -> np.nda
             raise ValueError(f"request {i} lacks 'target_true' (anchor efficacy compares the new object with it)")
     out = np.zeros(len(reqs), dtype=bool)
     for j, r in enumerate(reqs):
-        z, _ = optimise_anchor(model, tok, r, layer, cfg)
+        z = _cached_anchor(model, tok, r, layer, cfg, anchor_cache)
         ids, p = _prompt_ids(tok, r["prompt"].format(r["subject"]), r["subject"])
         with torch.no_grad():
             logits, _ = _run(model, tok, [ids], [p], [(_blocks(model)[layer], "output", None, z)])
@@ -795,7 +816,7 @@ def jacobian_cosine(model, tok, prompts: Sequence[str], layer_from: int, layer_t
 
 def tune_and_test(model, tok, val_cases, test_cases, layers, covs, cfg: EditConfig,
                   lams: Sequence[float] = (10.0, 1000.0), clamps: Sequence[float] = (1.0, 4.0),
-                  methods: Sequence[str] = METHODS) -> list[dict]:
+                  methods: Sequence[str] = METHODS, anchor_cache: dict | None = None) -> list[dict]:
     """Choose (λ, clamp) per method on validation edits, then evaluate on test edits.
 
     Validation score: mean of efficacy, validation-template generalisation, neighbourhood
@@ -814,6 +835,9 @@ def tune_and_test(model, tok, val_cases, test_cases, layers, covs, cfg: EditConf
     lams, clamps : sequences of float
         The grid.
     methods : sequence of str
+    anchor_cache : dict, optional
+        Memo of anchors (see :func:`edit`); a fresh one is used when None, so each anchor is
+        optimised once per (request, layer, clamp) across λ and methods.
 
     Returns
     -------
@@ -850,20 +874,22 @@ def tune_and_test(model, tok, val_cases, test_cases, layers, covs, cfg: EditConf
     bad = [m for m in methods if m not in METHODS]
     if bad or not methods:
         raise ValueError(f"methods {bad or list(methods)!r} are not editing methods; use some of {', '.join(METHODS)}")
+    if anchor_cache is None:
+        anchor_cache = {}
     rows = []
     for m in methods:
         best = None
         for lam in lams:
             for c in clamps:
                 c_cfg = dataclasses.replace(cfg, lam=float(lam), clamp=float(c))
-                res = edit(model, tok, val_cases, layers, m, c_cfg, covs)
+                res = edit(model, tok, val_cases, layers, m, c_cfg, covs, anchor_cache=anchor_cache)
                 met = edit_metrics(model, res.model, tok, val_cases)
                 score = float(np.mean([met["efficacy"], met["validation"], met["neighbourhood_acc"],
                                        np.exp(-met["neighbourhood_kl"])]))
                 if best is None or score > best[0]:
                     best = (score, float(lam), float(c))
         c_cfg = dataclasses.replace(cfg, lam=best[1], clamp=best[2])
-        res = edit(model, tok, test_cases, layers, m, c_cfg, covs)
+        res = edit(model, tok, test_cases, layers, m, c_cfg, covs, anchor_cache=anchor_cache)
         met = edit_metrics(model, res.model, tok, test_cases)
         rows.append(dict(method=m, lam=best[1], clamp=best[2], score=best[0], **met, residual=res.residual.mean(0).tolist(),
                          edit_cosine=res.edit_cosine.mean(0).tolist()))
