@@ -282,3 +282,102 @@ def test_editing_pipeline_is_identical_in_two_processes():
     runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300, check=True).stdout
             for _ in range(2)]
     assert runs[0].strip() and runs[0] == runs[1]
+
+
+def test_anchor_takes_steps_minus_one_updates(lm):
+    """MEMIT's compute_z evaluates the loss `steps` times and updates δ at most `steps − 1` times."""
+    model, tok = lm
+    z1, h1 = fe.optimise_anchor(model, tok, REQS[0], 1, fe.EditConfig(steps=1, prefixes=()))
+    assert torch.equal(z1, h1)  # one pass: no update at all
+    z2, h2 = fe.optimise_anchor(model, tok, REQS[0], 1, fe.EditConfig(steps=2, lr=0.1, clamp=1e3, prefixes=()))
+    # one Adam step from δ = 0 moves every coordinate by lr (sign of the gradient); a second would not
+    assert np.allclose((z2 - h2).abs().numpy(), 0.1, atol=1e-5)
+
+
+def test_collect_keys_keeps_every_token_by_default(lm):
+    model, tok = lm
+    texts = ["the home of zora is nemo kalu lives in tiva ra pu"] * 400  # 12 words + bos each: 5,200 > 4,096
+    n_tokens = sum(len(tok(t)["input_ids"]) for t in texts)
+    assert n_tokens > 4096
+    assert fe.collect_keys(model, tok, 0, texts).shape[0] == n_tokens
+    assert fe.collect_keys(model, tok, 0, texts, max_tokens=100).shape[0] == 100
+
+
+def test_edit_cosine_is_one_where_the_update_is_exact(lm):
+    """λ = 0, one request, bare prompt: the last layer's own update moves h_L exactly onto z − h_L, cos = 1;
+    the other columns are cosines in [−1, 1]."""
+    model, tok = lm
+    layers = list(range(model.config.n_layer - 1))
+    covs = _covs(model, tok, layers)
+    cfg = fe.EditConfig(lam=0.0, steps=4, prefixes=())
+    for m in ("memit", "memit_nodiv", "onelayer"):
+        res = fe.edit(model, tok, REQS[:1], layers, m, cfg, covs)
+        assert res.edit_cosine.shape == res.residual.shape
+        assert abs(res.edit_cosine[0, -1] - 1.0) < 1e-4
+        assert (np.abs(res.edit_cosine) <= 1 + 1e-9).all()
+
+
+def test_edit_cosine_matches_a_hand_built_two_layer_memit(lm):
+    """Column 0 of MEMIT's edit_cosine equals the cosine computed by editing the first layer alone by hand."""
+    model, tok = lm
+    layers, covs = [0, 1], _covs(model, tok, [0, 1])
+    cfg = fe.EditConfig(lam=3.0, steps=4, prefixes=("ra",))
+    res = fe.edit(model, tok, REQS, layers, "memit", cfg, covs)
+    reqs = fe._requests(REQS)
+    zs = torch.stack([fe.optimise_anchor(model, tok, r, 1, cfg)[0] for r in reqs]).double()
+    before = fe._subject_hidden(model, tok, reqs, 1)
+    K, R = zip(*[fe._keys_and_hidden(model, tok, r, 0, cfg.prefixes, 1) for r in reqs])
+    R = (zs - torch.stack(R).double()) / 2
+    edited = __import__("copy").deepcopy(model)
+    fe._apply(fe.mlp_projections(edited)[0], fe.layer_update(torch.stack(K), R.float(), covs[0], cfg.lam))
+    after = fe._subject_hidden(edited, tok, reqs, 1)
+    want = torch.nn.functional.cosine_similarity(zs - before, after - before, dim=-1).numpy()
+    assert np.allclose(res.edit_cosine[:, 0], want, atol=1e-5)
+
+
+def test_anchor_efficacy_without_updates_is_the_clean_models_preference(lm):
+    model, tok = lm
+    reqs = REQS + [{"prompt": "{} lives in", "subject": "kalu", "target_new": "nemo", "target_true": "sako"}]
+    lp = fe.next_token_logprobs(model, tok, [r["prompt"].format(r["subject"]) for r in reqs])
+    want = np.array([float(lp[i, fe._target_id(tok, r["target_new"])]) > float(lp[i, fe._target_id(tok, r["target_true"])])
+                     for i, r in enumerate(reqs)])
+    got = fe.anchor_efficacy(model, tok, reqs, 1, fe.EditConfig(steps=1, prefixes=()))
+    assert got.dtype == bool and (got == want).all()
+    # subject last, anchor at the last block: z feeds the unembedding directly, so it reaches the new object
+    last = [dict(r, prompt="the home of {}") for r in REQS]
+    n = model.config.n_layer - 1
+    assert fe.anchor_efficacy(model, tok, last, n, fe.EditConfig(steps=60, lr=0.1, clamp=8.0, kl_weight=0.0, weight_decay=0.0, prefixes=())).all()
+
+
+def test_anchor_cache_changes_nothing_but_the_work(lm):
+    model, tok = lm
+    layers, covs = [0, 1], _covs(model, tok, [0, 1])
+    cfg = fe.EditConfig(lam=5.0, steps=4, prefixes=("ra",))
+    cache = {}
+    for m in fe.METHODS:
+        a = fe.edit(model, tok, REQS, layers, m, cfg, covs)
+        b = fe.edit(model, tok, REQS, layers, m, cfg, covs, anchor_cache=cache)
+        for pa, pb in zip(fe.mlp_projections(a.model), fe.mlp_projections(b.model)):
+            assert torch.equal(pa.weight, pb.weight)
+    assert len(cache) == 2 * len(REQS)  # anchors at layer 1 (OneLayer, MEMIT, no division) and layer 0 (FE)
+
+
+def test_selection_score_counts_neighbourhood_kl():
+    model, tok = _model("small")
+    case = EditCase(REQS[0], ("bemi lives in",), ("the home of zora is",), ("kalu lives in",), ("sako",))
+    layers, covs = [0, 1], _covs(model, tok, [0, 1])
+    cfg = fe.EditConfig(lam=2.0, clamp=1.0, steps=3)
+    (row,) = fe.tune_and_test(model, tok, [case], [case], layers, covs, cfg, lams=(2.0,), clamps=(1.0,), methods=["memit"])
+    met = fe.edit_metrics(model, fe.edit(model, tok, [case], layers, "memit", cfg, covs).model, tok, [case])
+    want = np.mean([met["efficacy"], met["validation"], met["neighbourhood_acc"], np.exp(-met["neighbourhood_kl"])])
+    assert met["neighbourhood_kl"] > 0 and row["score"] == pytest.approx(want, abs=1e-12)
+    assert len(row["edit_cosine"]) == len(layers)
+
+
+@covers("fwdedit.anchor_efficacy")
+def test_bad_anchor_efficacy_input_is_rejected():
+    model, tok = _model("small")
+    no_true = [{"prompt": "{} lives in", "subject": "zora", "target_new": "nemo"}]
+    rejects(fe.anchor_efficacy, model, tok, no_true, 0, fe.EditConfig(), match="target_true")
+    rejects(fe.anchor_efficacy, model, tok, REQS, 9, fe.EditConfig(), match="layer index 9")
+    rejects(fe.anchor_efficacy, model, tok, REQS, 0, fe.EditConfig(), anchor_cache=[], match="anchor_cache must be a dict")

@@ -267,7 +267,7 @@ def _apply(proj, dW: torch.Tensor) -> None:
 
 # --------------------------------------------------------------------------- keys, covariance, anchors
 @torch.no_grad()
-def collect_keys(model, tok, layer: int, texts: Sequence[str], max_tokens: int = 4096) -> torch.Tensor:
+def collect_keys(model, tok, layer: int, texts: Sequence[str], max_tokens: int | None = None) -> torch.Tensor:
     """Keys (inputs of layer ``layer``'s MLP projection) at every token of ``texts``.
 
     Parameters
@@ -277,8 +277,9 @@ def collect_keys(model, tok, layer: int, texts: Sequence[str], max_tokens: int =
         Block index.
     texts : sequence of str
         Generic text (the preserved distribution).
-    max_tokens : int
-        At most this many keys are returned (first ones).
+    max_tokens : int or None
+        At most this many keys are returned (first ones); ``None`` (default) keeps every
+        token of every text.
 
     Returns
     -------
@@ -289,7 +290,8 @@ def collect_keys(model, tok, layer: int, texts: Sequence[str], max_tokens: int =
     Meng et al. (2023), MEMIT, Sec. 4.3 (second moment over Wikipedia text).
     """
     layer = _check_layers(model, [layer])[0]
-    max_tokens = check_int(max_tokens, "max_tokens", low=1)
+    if max_tokens is not None:
+        max_tokens = check_int(max_tokens, "max_tokens", low=1)
     if isinstance(texts, str) or not texts:
         raise ValueError("texts must be a non-empty list of strings")
     proj = mlp_projections(model)[layer]
@@ -305,7 +307,7 @@ def collect_keys(model, tok, layer: int, texts: Sequence[str], max_tokens: int =
             h.remove()
         out.append(store["k"][mask.bool()])  # (tokens, d_k)
         n += out[-1].shape[0]
-        if n >= max_tokens:
+        if max_tokens is not None and n >= max_tokens:
             break
     return torch.cat(out)[:max_tokens]
 
@@ -393,8 +395,9 @@ def optimise_anchor(model, tok, request, layer: int, cfg: EditConfig, random_sta
     """Optimise ``δ`` added to block ``layer``'s output at the last subject token.
 
     Minimises ``−mean_j log P(o* | prefix_j ⊕ prompt; h + δ) + β_KL KL(P_δ ‖ P_0 on the essence) +
-    β_wd ‖δ‖/‖h‖²`` with Adam, ``‖δ‖ ≤ clamp ‖h‖``, early stop when the total loss is below 0.05
-    (MEMIT's ``compute_z``).
+    β_wd ‖δ‖/‖h‖²`` with Adam, ``‖δ‖ ≤ clamp ‖h‖``, early stop when the total loss is below 0.05;
+    ``cfg.steps`` loss evaluations and at most ``cfg.steps − 1`` Adam updates (the last pass
+    only evaluates), as MEMIT's and the authors' ``compute_z``.
 
     Parameters
     ----------
@@ -435,7 +438,7 @@ def optimise_anchor(model, tok, request, layer: int, cfg: EditConfig, random_sta
     for p in model.parameters():
         p.requires_grad_(False)
     try:
-        for _ in range(cfg.steps):
+        for it in range(cfg.steps):
             logits, _ = _run(model, tok, allseqs, allpos, [(block, "output", delta.expand(len(allseqs), -1), None)])
             lp = torch.log_softmax(logits[torch.arange(len(seqs)), torch.tensor(last)], -1)  # (P, V)
             nll = -lp[:, tgt].mean()
@@ -443,6 +446,8 @@ def optimise_anchor(model, tok, request, layer: int, cfg: EditConfig, random_sta
             kl = torch.sum(pe.exp() * (pe - p0))  # KL(P_delta || P_0), as MEMIT's compute_z
             loss = nll + cfg.kl_weight * kl + cfg.weight_decay * delta.norm() / hn**2
             if float(loss.detach()) < 0.05:  # MEMIT stops on the total loss
+                break
+            if it == cfg.steps - 1:  # MEMIT's compute_z: the last pass only evaluates, so steps - 1 updates
                 break
             opt.zero_grad()
             loss.backward()
@@ -480,18 +485,41 @@ class EditResult:
     residual : numpy.ndarray, shape (n_requests, n_layers)
         ‖target_l − h_l‖ measured on the edited model (FE: replayed targets; MEMIT: the
         anchor's share ``h_l + (z − h_L)/(L − i + 1)`` at the time of the layer's update).
+    edit_cosine : numpy.ndarray, shape (n_requests, n_layers)
+        The paper's Table 1 diagnostic: for each edited layer ``l_i`` (in editing order),
+        ``cos(z_L − h_L^{before i}, h_L^{after i} − h_L^{before i})`` at the last subject token
+        of the bare prompt, where ``h_L`` is the last edited layer's output, ``z_L`` its target
+        (the anchor for MEMIT; the replayed target for FE) and before/after mean just before
+        and just after layer ``l_i``'s update: how well the change that editing ``l_i`` induces
+        at ``L`` points where ``L`` should go. The depth gap of column ``i`` is ``L − l_i``.
 
     References
     ----------
-    Liu et al. (2026), FE, Sec. 4 (per-layer target accuracy).
+    Liu et al. (2026), FE, Sec. 4 (per-layer target accuracy) and Table 1; the authors'
+    ``experiments/compare_h_z.py`` (experiment 2).
     """
 
     model: object
     layers: list[int]
     residual: np.ndarray = field(repr=False)
+    edit_cosine: np.ndarray = field(default=None, repr=False)
 
 
-def edit(model, tok, requests, layers, method: str, cfg: EditConfig, covs: Mapping[int, torch.Tensor], random_state: RandomState = 0) -> EditResult:
+def _cached_anchor(model, tok, r, layer, cfg, cache):
+    """:func:`optimise_anchor`'s ``z``, memoised in ``cache`` (a dict or None) by everything it depends on but λ."""
+    if cache is None:
+        return optimise_anchor(model, tok, r, layer, cfg)[0]
+    if not isinstance(cache, dict):
+        raise TypeError(f"anchor_cache must be a dict or None, got {type(cache).__name__}")
+    key = (id(model), r["prompt"], r["subject"], r["target_new"], layer, cfg.clamp, cfg.steps, cfg.lr, cfg.kl_weight,
+           cfg.weight_decay, cfg.prefixes, cfg.essence)
+    if key not in cache:
+        cache[key] = optimise_anchor(model, tok, r, layer, cfg)[0]
+    return cache[key]
+
+
+def edit(model, tok, requests, layers, method: str, cfg: EditConfig, covs: Mapping[int, torch.Tensor], random_state: RandomState = 0,
+         anchor_cache: dict | None = None) -> EditResult:
     """Apply a batch of edits with OneLayer, MEMIT, MEMIT without division or FE.
 
     Parameters
@@ -506,7 +534,12 @@ def edit(model, tok, requests, layers, method: str, cfg: EditConfig, covs: Mappi
     covs : mapping layer -> torch.Tensor (d_k, d_k)
         Key covariances (:func:`key_covariance` of :func:`collect_keys`).
     random_state : int, optional
-        Passed to the anchor optimisation.
+        Unused (the anchor optimisation is deterministic); kept for a uniform signature.
+    anchor_cache : dict, optional
+        Memo of optimised anchors keyed by the unedited model, the request, the anchor
+        layer and every setting but ``λ`` (which the anchor does not depend on); pass the
+        same dict to several calls on the same model to optimise each anchor once. The
+        model must not be changed in place between calls.
 
     Returns
     -------
@@ -535,7 +568,7 @@ def edit(model, tok, requests, layers, method: str, cfg: EditConfig, covs: Mappi
     anchor_layer = layers[0] if method == "fe" else layers[-1]
     zs, targets = [], []
     for r in reqs:
-        z, _ = optimise_anchor(model, tok, r, anchor_layer, cfg, random_state)
+        z = _cached_anchor(model, tok, r, anchor_layer, cfg, anchor_cache)
         zs.append(z)
         if method == "fe":  # forward replay on the clean model, bare prompt
             ids, p = _prompt_ids(tok, r["prompt"].format(r["subject"]), r["subject"])
@@ -544,8 +577,11 @@ def edit(model, tok, requests, layers, method: str, cfg: EditConfig, covs: Mappi
                 _, vals = _run(model, tok, [ids], [p], spec)
             targets.append([z] + [v[0] for v in vals[1:]])
     residual = np.zeros((len(reqs), len(layers)))
+    edit_cos = np.zeros((len(reqs), len(layers)))
+    z_last = torch.stack([t[-1] for t in targets] if method == "fe" else zs)  # (n, d)
     L = len(layers)
     for i, l in enumerate(layers):
+        hL_before = _subject_hidden(edited, tok, reqs, layers[-1])  # (n, d)
         K, R = [], []
         for j, r in enumerate(reqs):
             read = l if method == "fe" else layers[-1]
@@ -561,6 +597,8 @@ def edit(model, tok, requests, layers, method: str, cfg: EditConfig, covs: Mappi
         K, R = torch.stack(K), torch.stack(R)  # (n, d_k), (n, d)
         dW = layer_update(K, R, covs[l], cfg.lam)
         _apply(projs[l], dW)
+        hL_after = _subject_hidden(edited, tok, reqs, layers[-1])
+        edit_cos[:, i] = torch.nn.functional.cosine_similarity(z_last - hL_before, hL_after - hL_before, dim=-1).numpy()
     for i, l in enumerate(layers):  # residual of the layer's target after all edits
         for j, r in enumerate(reqs):
             _, h = _keys_and_hidden(edited, tok, r, l, (), l)
@@ -572,7 +610,59 @@ def edit(model, tok, requests, layers, method: str, cfg: EditConfig, covs: Mappi
                 share = (zs[j] - hL0) * ((i + 1) / L if method == "memit" else 1.0)
                 tgt = h0 + share
             residual[j, i] = float((tgt - h).norm())
-    return EditResult(edited, layers, residual)
+    return EditResult(edited, layers, residual, edit_cos)
+
+
+@torch.no_grad()
+def _subject_hidden(model, tok, reqs, layer) -> torch.Tensor:
+    """Output of block ``layer`` at the last subject token of each bare prompt, shape (n, d)."""
+    seqs, pos = zip(*(_prompt_ids(tok, r["prompt"].format(r["subject"]), r["subject"]) for r in reqs))
+    _, (hs,) = _run(model, tok, list(seqs), list(pos), [(_blocks(model)[layer], "output", None, None)])
+    return hs.double()
+
+
+def anchor_efficacy(model, tok, requests, layer: int, cfg: EditConfig, anchor_cache: dict | None = None) -> np.ndarray:
+    """Whether the optimised anchor alone, written into block ``layer``'s output, makes the new object win.
+
+    For each request the anchor ``z = h + δ`` of :func:`optimise_anchor` replaces the
+    hidden state at the last subject token of the bare prompt in the *unedited* model;
+    success is ``P(o* | prompt) > P(o_true | prompt)``. It bounds what any editor with
+    its anchor at ``layer`` can reach, since the weight update only tries to produce ``z``.
+
+    Parameters
+    ----------
+    model, tok : causal LM and tokenizer
+    requests : list of dict (or objects with a ``request`` dict)
+        ``prompt``, ``subject``, ``target_new`` and ``target_true``.
+    layer : int
+        Anchor layer.
+    cfg : EditConfig
+    anchor_cache : dict, optional
+        As in :func:`edit`.
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (n_requests,)
+
+    References
+    ----------
+    Meng et al. (2022), ROME (causal tracing: a hidden state at the subject carries the fact);
+    Liu et al. (2026), FE, Sec. 3 (the anchor as the ideal hidden state).
+    """
+    reqs = _requests(requests)
+    layer = _check_layers(model, [layer])[0]
+    for i, r in enumerate(reqs):
+        if "target_true" not in r:
+            raise ValueError(f"request {i} lacks 'target_true' (anchor efficacy compares the new object with it)")
+    out = np.zeros(len(reqs), dtype=bool)
+    for j, r in enumerate(reqs):
+        z = _cached_anchor(model, tok, r, layer, cfg, anchor_cache)
+        ids, p = _prompt_ids(tok, r["prompt"].format(r["subject"]), r["subject"])
+        with torch.no_grad():
+            logits, _ = _run(model, tok, [ids], [p], [(_blocks(model)[layer], "output", None, z)])
+        lp = logits[0, len(ids) - 1]
+        out[j] = bool(lp[_target_id(tok, r["target_new"])] > lp[_target_id(tok, r["target_true"])])
+    return out
 
 
 # --------------------------------------------------------------------------- metrics
@@ -726,11 +816,13 @@ def jacobian_cosine(model, tok, prompts: Sequence[str], layer_from: int, layer_t
 
 def tune_and_test(model, tok, val_cases, test_cases, layers, covs, cfg: EditConfig,
                   lams: Sequence[float] = (10.0, 1000.0), clamps: Sequence[float] = (1.0, 4.0),
-                  methods: Sequence[str] = METHODS) -> list[dict]:
+                  methods: Sequence[str] = METHODS, anchor_cache: dict | None = None) -> list[dict]:
     """Choose (λ, clamp) per method on validation edits, then evaluate on test edits.
 
-    Validation score: mean of efficacy, validation-template generalisation and
-    neighbourhood accuracy on ``val_cases`` (the held-out template is never used here).
+    Validation score: mean of efficacy, validation-template generalisation, neighbourhood
+    accuracy and ``exp(−neighbourhood KL)`` on ``val_cases`` (the held-out template is never
+    used here), so a setting that buys efficacy by disturbing unedited prompts loses; ties
+    go to the first setting in grid order.
 
     Parameters
     ----------
@@ -743,6 +835,9 @@ def tune_and_test(model, tok, val_cases, test_cases, layers, covs, cfg: EditConf
     lams, clamps : sequences of float
         The grid.
     methods : sequence of str
+    anchor_cache : dict, optional
+        Memo of anchors (see :func:`edit`); a fresh one is used when None, so each anchor is
+        optimised once per (request, layer, clamp) across λ and methods.
 
     Returns
     -------
@@ -779,19 +874,23 @@ def tune_and_test(model, tok, val_cases, test_cases, layers, covs, cfg: EditConf
     bad = [m for m in methods if m not in METHODS]
     if bad or not methods:
         raise ValueError(f"methods {bad or list(methods)!r} are not editing methods; use some of {', '.join(METHODS)}")
+    if anchor_cache is None:
+        anchor_cache = {}
     rows = []
     for m in methods:
         best = None
         for lam in lams:
             for c in clamps:
                 c_cfg = dataclasses.replace(cfg, lam=float(lam), clamp=float(c))
-                res = edit(model, tok, val_cases, layers, m, c_cfg, covs)
+                res = edit(model, tok, val_cases, layers, m, c_cfg, covs, anchor_cache=anchor_cache)
                 met = edit_metrics(model, res.model, tok, val_cases)
-                score = float(np.mean([met["efficacy"], met["validation"], met["neighbourhood_acc"]]))
+                score = float(np.mean([met["efficacy"], met["validation"], met["neighbourhood_acc"],
+                                       np.exp(-met["neighbourhood_kl"])]))
                 if best is None or score > best[0]:
                     best = (score, float(lam), float(c))
         c_cfg = dataclasses.replace(cfg, lam=best[1], clamp=best[2])
-        res = edit(model, tok, test_cases, layers, m, c_cfg, covs)
+        res = edit(model, tok, test_cases, layers, m, c_cfg, covs, anchor_cache=anchor_cache)
         met = edit_metrics(model, res.model, tok, test_cases)
-        rows.append(dict(method=m, lam=best[1], clamp=best[2], score=best[0], **met, residual=res.residual.mean(0).tolist()))
+        rows.append(dict(method=m, lam=best[1], clamp=best[2], score=best[0], **met, residual=res.residual.mean(0).tolist(),
+                         edit_cosine=res.edit_cosine.mean(0).tolist()))
     return rows
