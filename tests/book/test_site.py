@@ -401,3 +401,23 @@ def test_cached_figure_draws_once_per_data(toy, tmp_path):
 def test_added_cells_have_ids_from_their_text():
     a, b = site._markdown_cell("some text"), site._markdown_cell("some text")
     assert a["id"] == b["id"] != site._markdown_cell("other text")["id"]
+
+
+def test_notebook_reader_and_writer_match_nbformat():
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"}})
+    code = nbformat.v4.new_code_cell("x = 1\nprint(x)\n", outputs=[
+        nbformat.v4.new_output("stream", name="stdout", text="1\n2\n"),
+        nbformat.v4.new_output("display_data", data={"text/plain": "a\nb", "text/html": "<p>\n</p>", "image/png": "iVBO"}),
+        nbformat.v4.new_output("execute_result", data={"application/json": {"k": [1, 2]}}, execution_count=1),
+    ])
+    md_cell = nbformat.v4.new_markdown_cell("# T\n\nmore", attachments={"a.svg": {"image/svg+xml": "<svg>\n</svg>"}})
+    nb.cells = [md_cell, code]
+    text = nbformat.writes(nb)
+    ours = site.read_notebook(text)
+    assert ours == nbformat.v4.reads(text)
+    assert ours.cells[1].outputs[0].text == "1\n2\n" and ours.cells[0].source == "# T\n\nmore"
+    assert site.write_notebook(ours) == nbformat.writes(nbformat.v4.reads(text)) + "\n"
+    with pytest.raises(ValueError, match="nbformat=3"):
+        site.read_notebook('{"nbformat": 3, "cells": []}')

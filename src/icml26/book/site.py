@@ -717,13 +717,85 @@ def fold_parameters(nb) -> None:
     nb.cells.insert(injected[0], _markdown_cell(f"*This run used {values}: the runner set them, overriding the defaults in the cell above.*"))
 
 
+class _Node(dict):
+    """A notebook's JSON as nested dicts with attribute access (what ``nbformat.NotebookNode`` offers)."""
+
+    def __getattr__(self, name: str):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name: str, value) -> None:
+        self[name] = value
+
+
+def _node(obj):
+    if isinstance(obj, dict):
+        return _Node({k: _node(v) for k, v in obj.items()})
+    if isinstance(obj, list):
+        return [_node(v) for v in obj]
+    return obj
+
+
+_SPLIT_MIMES = {"application/javascript", "image/svg+xml"}
+
+
+def _multiline(data: dict, join: bool) -> None:
+    for key, value in list(data.items()):
+        if key.startswith("text/") or key in _SPLIT_MIMES:
+            if join and isinstance(value, list):
+                data[key] = "".join(value)
+            elif not join and isinstance(value, str):
+                data[key] = value.splitlines(True)
+
+
+def _text_fields(nb, join: bool) -> None:
+    """Join (on reading) or split (on writing) the multi-line strings, as nbformat v4 does on disk."""
+    for cell in nb.cells:
+        src = cell.get("source")
+        if join and isinstance(src, list):
+            cell["source"] = "".join(src)
+        elif not join and isinstance(src, str):
+            cell["source"] = src.splitlines(True)
+        for attachment in cell.get("attachments", {}).values():
+            _multiline(attachment, join)
+        for out in cell.get("outputs", []) if cell.get("cell_type") == "code" else []:
+            if out.get("output_type") in ("execute_result", "display_data"):
+                _multiline(out.get("data", {}), join)
+            elif isinstance(out.get("text"), list if join else str):
+                out["text"] = "".join(out["text"]) if join else out["text"].splitlines(True)
+
+
+def read_notebook(text: str):
+    """A v4 notebook from its JSON, multi-line strings joined (as ``nbformat.v4.reads``, without schema validation).
+
+    Importing nbformat's validator costs seconds of JSON-schema start-up; the executed
+    notebooks come from papermill, and Sphinx reads (and validates) them again.
+    """
+    nb = _node(json.loads(text))
+    if nb.get("nbformat") != 4:
+        raise ValueError(f"expected a version-4 notebook, got nbformat={nb.get('nbformat')!r}")
+    _text_fields(nb, join=True)
+    return nb
+
+
+def write_notebook(nb) -> str:
+    """The JSON text nbformat writes for ``nb`` (multi-line strings split, sorted keys, indent 1, final newline)."""
+    import copy
+
+    out = copy.deepcopy(nb)
+    for key in ("orig_nbformat", "orig_nbformat_minor", "signature"):
+        out.metadata.pop(key, None)
+    for cell in out.cells:
+        cell.get("metadata", {}).pop("trusted", None)
+    _text_fields(out, join=False)
+    return json.dumps(out, sort_keys=True, indent=1, separators=(",", ": "), ensure_ascii=False) + "\n"
+
+
 def _markdown_cell(text: str):
     """A markdown cell whose id is derived from its text, so staging the same page twice gives the same file."""
-    import nbformat
-
-    cell = nbformat.v4.new_markdown_cell(text)
-    cell["id"] = "icml26-" + hashlib.sha256(text.encode()).hexdigest()[:12]
-    return cell
+    return _Node(cell_type="markdown", id="icml26-" + hashlib.sha256(text.encode()).hexdigest()[:12], metadata=_Node(), source=text)
 
 
 def _banner(nb, admonition: str, text: str) -> None:
@@ -879,8 +951,6 @@ def stage(book: Book, scale: str = "full", *, strict: bool = False) -> Staged:
 
 
 def _stage(book: Book, scale: str, *, strict: bool) -> Staged:
-    import nbformat
-
     final = book.build_dir / "site"
     # Lay the site out in a scratch folder, then copy over only what changed (:func:`sync_tree`):
     # unchanged pages keep their mtimes, so Sphinx re-reads just the changed ones.
@@ -923,9 +993,7 @@ def _stage(book: Book, scale: str, *, strict: bool) -> Staged:
             problems.append(f"{ch.id}: stale: {why}")
         for nb_path in ch.notebooks:
             src = book.executed_dir(scale, ch) / f"{nb_path.stem}.ipynb"
-            # the v4 reader and writer themselves: no JSON-schema validation (papermill wrote these
-            # notebooks, Sphinx reads them again), which would cost seconds of jsonschema start-up
-            nb = nbformat.v4.reads(src.read_text(encoding="utf-8"))
+            nb = read_notebook(src.read_text(encoding="utf-8"))
             found = clean_executed(nb)
             problems += [f"{ch.id}/{nb_path.stem}: {p}" for p in found]
             params = notebook_parameters(nb)
@@ -948,7 +1016,7 @@ def _stage(book: Book, scale: str, *, strict: bool) -> Staged:
                         f"chapter's claims with their evidence pooled over {n_seeds} seeds (`{sweep_scale}` scale).")
             nb.cells.append(_markdown_cell(
                 f"---\n\n*Built from {identity}; executed at `{scale}` scale, seed 0.*"))
-            (dest / src.name).write_text(nbformat.v4.writes(nb) + "\n", encoding="utf-8")
+            (dest / src.name).write_text(write_notebook(nb), encoding="utf-8")
         for extra in ch.path.iterdir():  # images and other assets next to the notebook
             if extra.is_file() and extra.suffix.lower() in {".png", ".svg", ".jpg", ".jpeg", ".gif", ".bib"}:
                 shutil.copy2(extra, dest / extra.name)
