@@ -122,6 +122,13 @@ def test_every_method_runs_and_the_original_model_is_untouched(lm):
     rows = fe.tune_and_test(model, tok, [case], [case], layers, covs, fe.EditConfig(steps=2), lams=(1.0,), clamps=(1.0,),
                             methods=("memit", "fe"))
     assert [r["method"] for r in rows] == ["memit", "fe"]
+    # a one-setting grid with the validation edits as test edits: the score is computed from the row's own metrics
+    plain = fe.tune_and_test(model, tok, [case], [case], layers, covs, fe.EditConfig(steps=2), lams=(1.0,), clamps=(1.0,),
+                             methods=("memit",), selection="without_kl")[0]
+    with_kl = rows[0]
+    three = [with_kl["efficacy"], with_kl["validation"], with_kl["neighbourhood_acc"]]
+    assert with_kl["score"] == pytest.approx(np.mean(three + [np.exp(-with_kl["neighbourhood_kl"])]), abs=1e-12)
+    assert plain["score"] == pytest.approx(np.mean(three), abs=1e-12)
 
 
 def test_jacobian_cosine_fd_matches_autograd_and_is_one_at_gap_zero(lm):
@@ -213,6 +220,7 @@ def test_tune_and_test_refuses_a_string_grid_before_editing():
     rejects(fe.tune_and_test, *args, methods=["rome"], match="not editing methods")
     rejects(fe.tune_and_test, *args, lams=[-1.0], match="lams")
     rejects(fe.tune_and_test, *args, clamps=[0.0], match="clamps")
+    rejects(fe.tune_and_test, *args, selection="kl", match="selection='kl'")
 
 
 exempt("fwdedit.EditResult", "a data record returned by fwdedit.edit")
