@@ -328,11 +328,7 @@ def layer_contributions(
     """
     n_steps = check_int(n_steps, "n_steps", low=1)
     batch_size = check_int(batch_size, "batch_size", low=1)
-    if not isinstance(layers, Mapping) or not layers:
-        raise TypeError("layers must be a non-empty mapping of names to modules")
-    for k, v in layers.items():
-        if not isinstance(v, nn.Module):
-            raise TypeError(f"layers[{k!r}] must be a torch.nn.Module, got {type(v).__name__}")
+    _check_layers(layers)
     inputs, baselines = _check_forward_inputs(forward, inputs, baselines)
     n = inputs.shape[0]
     totals = np.zeros(len(layers))
@@ -349,10 +345,22 @@ def layer_contributions(
         sl = slice(start, min(start + batch_size, n))
         for t in targets:
             tb = t_all[sl] if t_all is not None else t
-            cond = _conductance_many(forward, layers, inputs[sl], baselines[sl], tb, n_steps)
-            for i, name in enumerate(layers):
-                totals[i] += float(cond[name].abs().reshape(cond[name].shape[0], -1).sum(1).sum())
+            totals += _abs_totals(_conductance_many(forward, layers, inputs[sl], baselines[sl], tb, n_steps), layers)
     return totals / n
+
+
+def _check_layers(layers) -> None:
+    """``layers`` must be a non-empty mapping of names to modules (TypeError otherwise)."""
+    if not isinstance(layers, Mapping) or not layers:
+        raise TypeError("layers must be a non-empty mapping of names to modules")
+    for k, v in layers.items():
+        if not isinstance(v, nn.Module):
+            raise TypeError(f"layers[{k!r}] must be a torch.nn.Module, got {type(v).__name__}")
+
+
+def _abs_totals(cond: Mapping[str, torch.Tensor], layers: Mapping) -> np.ndarray:
+    """Per layer, :math:`\\sum_i \\sum_j |\\mathrm{Cond}_j(x_i)|` of one batch, in the order of ``layers``."""
+    return np.array([float(cond[name].abs().reshape(cond[name].shape[0], -1).sum(1).sum()) for name in layers])
 
 
 def neg_squared_error(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -445,11 +453,7 @@ def task_contributions(
     """
     n_steps = check_int(n_steps, "n_steps", low=1)
     batch_size = check_int(batch_size, "batch_size", low=1)
-    if not isinstance(layers, Mapping) or not layers:
-        raise TypeError("layers must be a non-empty mapping of names to modules")
-    for k, v in layers.items():
-        if not isinstance(v, nn.Module):
-            raise TypeError(f"layers[{k!r}] must be a torch.nn.Module, got {type(v).__name__}")
+    _check_layers(layers)
     if not callable(score):
         raise TypeError(f"score must be callable, got {type(score).__name__}")
     inputs, baselines = _check_forward_inputs(forward, inputs, baselines)
@@ -465,9 +469,7 @@ def task_contributions(
         def f(z, yb=yb):
             return score(forward(z), yb)
 
-        cond = _conductance_many(f, layers, inputs[sl], baselines[sl], None, n_steps)
-        for i, name in enumerate(layers):
-            totals[i] += float(cond[name].abs().reshape(cond[name].shape[0], -1).sum(1).sum())
+        totals += _abs_totals(_conductance_many(f, layers, inputs[sl], baselines[sl], None, n_steps), layers)
     return totals / n
 
 
