@@ -397,15 +397,8 @@ def train_response_policy(task: TaskConfig, *, iterations: int = 200, groups: in
     if reward == "turn":
         return _train_per_turn(task, iterations=iterations, groups=groups, group_size=group_size, lr=lr, hidden=hidden,
                                random_state=random_state, show_progress=show_progress)
-    torch = _torch()
-    iterations = check_int(iterations, "iterations", low=1)
-    groups = check_int(groups, "groups", low=1)
-    group_size = check_int(group_size, "group_size", low=2)
-    lr = check_real(lr, "lr", lo=0.0, lo_open=True)
-    rng = check_random_state(random_state)
-    policy = ResponseTypePolicy(task.n_features, hidden=hidden, random_state=int(rng.integers(0, 2**31)))
-    opt = torch.optim.Adam(policy.net.parameters(), lr=lr)
-    hist = {"mean_return": [], "discover": [], "k_ge2_first": []}
+    torch, iterations, groups, group_size, rng, policy, opt, hist = _grpo_setup(
+        task, iterations, groups, group_size, lr, hidden, random_state)
     for _ in progress(range(iterations), "GRPO iterations", disable=not show_progress):
         users = rng.integers(0, 2**31, size=groups)
         sim_seeds = np.repeat(users, group_size)
@@ -443,7 +436,9 @@ def _branch(sim: IntentSimulator, ast: SymbolicAssistant, action: int):
     return sim2, ast2, res, msg
 
 
-def _train_per_turn(task, *, iterations, groups, group_size, lr, hidden, random_state, show_progress):
+def _grpo_setup(task, iterations, groups, group_size, lr, hidden, random_state):
+    """Checked GRPO settings, the generator, a fresh policy with its Adam optimiser and an empty history
+    (shared by the per-conversation and the per-message trainers; the generator's first draw seeds the policy)."""
     torch = _torch()
     iterations = check_int(iterations, "iterations", low=1)
     groups = check_int(groups, "groups", low=1)
@@ -453,6 +448,12 @@ def _train_per_turn(task, *, iterations, groups, group_size, lr, hidden, random_
     policy = ResponseTypePolicy(task.n_features, hidden=hidden, random_state=int(rng.integers(0, 2**31)))
     opt = torch.optim.Adam(policy.net.parameters(), lr=lr)
     hist = {"mean_return": [], "discover": [], "k_ge2_first": []}
+    return torch, iterations, groups, group_size, rng, policy, opt, hist
+
+
+def _train_per_turn(task, *, iterations, groups, group_size, lr, hidden, random_state, show_progress):
+    torch, iterations, groups, group_size, rng, policy, opt, hist = _grpo_setup(
+        task, iterations, groups, group_size, lr, hidden, random_state)
     for _ in progress(range(iterations), "GRPO iterations (per message)", disable=not show_progress):
         users = rng.integers(0, 2**31, size=groups)
         convs = [[*_state(task, int(u), rng), 0.0, None] for u in users]  # sim, ast, return, first action
