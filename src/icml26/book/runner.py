@@ -68,6 +68,7 @@ class RunRecord:
     error: dict | None = None
     finished: str = ""
     cpus: int = 0  # CPU cores of the machine that ran it (0: not recorded)
+    cpu_s: float = 0.0  # CPU seconds (user + system) of the chapter's kernels (0: not recorded)
     params: dict = field(default_factory=dict)  # notebook parameters besides scale and seed (run --param)
 
     @classmethod
@@ -325,6 +326,7 @@ class Book:
         work.mkdir(parents=True)
         kernel_env = {"ICML26_RESULTS_DIR": str(res_root), "ICML26_RUN_KEY": key, "ICML26_PROGRESS": "line"}
         t0 = time.perf_counter()
+        kernel_cpu: list[float] = []
         try:
             for nb_path in chapter.notebooks:
                 out = work / f"{nb_path.stem}.ipynb"
@@ -351,7 +353,7 @@ class Book:
                         kernel_name="python3",
                         progress_bar=bar,
                         log_output=False,
-                        kernel_manager_class=kernel_manager_with_env(kernel_env, kernels),
+                        kernel_manager_class=kernel_manager_with_env(kernel_env, kernels, kernel_cpu),
                     )
                 except PapermillExecutionError as exc:
                     record.status = "failed"
@@ -373,6 +375,7 @@ class Book:
                 if record.status != "ok":
                     break
             record.wall_s = round(time.perf_counter() - t0, 2)
+            record.cpu_s = round(sum(kernel_cpu), 2)
             record.finished = time.strftime("%Y-%m-%d %H:%M:%S")
             if record.status == "ok":
                 (work / "run.json").write_text(json.dumps(asdict(record), indent=2))
@@ -905,12 +908,40 @@ def pinned_versions(root: Path) -> dict[str, str]:
     return out
 
 
-def kernel_manager_with_env(extra_env: dict[str, str], registry: KernelRegistry | None = None):
+def kernel_cpu_seconds(pid: int | None) -> float:
+    """User + system CPU seconds of process ``pid`` and its live children (0.0 if it is gone).
+
+    Unlike wall time, this does not grow when other work shares the cores, so it is what
+    compares two versions of a chapter measured on a busy machine.
+    """
+    if pid is None:
+        return 0.0
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        procs = [proc, *proc.children(recursive=True)]
+    except psutil.Error:
+        return 0.0
+    total = 0.0
+    for p in procs:
+        try:
+            t = p.cpu_times()
+        except psutil.Error:
+            continue
+        total += t.user + t.system
+    return total
+
+
+def kernel_manager_with_env(extra_env: dict[str, str], registry: KernelRegistry | None = None,
+                            cpu: list[float] | None = None):
     """A kernel-manager class whose kernels start with ``extra_env`` added to the environment.
 
     Each execution gets its own class, so chapters executed at the same time in threads
     never see each other's settings (the process environment is left alone). Every kernel
-    started is added to ``registry``, which can kill them all.
+    started is added to ``registry``, which can kill them all. If ``cpu`` is a list, each
+    kernel's CPU seconds (:func:`kernel_cpu_seconds`) are appended to it just before the
+    kernel is shut down.
     """
     from jupyter_client.manager import AsyncKernelManager
 
@@ -936,5 +967,11 @@ def kernel_manager_with_env(extra_env: dict[str, str], registry: KernelRegistry 
             if getattr(self, "shutting_down", False):
                 return
             await super()._async_interrupt_kernel()
+
+        async def shutdown_kernel(self, *args, **kw):  # type: ignore[override]
+            if cpu is not None:
+                prov = getattr(self, "provisioner", None)
+                cpu.append(kernel_cpu_seconds(getattr(prov, "pid", None)))
+            return await super().shutdown_kernel(*args, **kw)
 
     return _EnvKernelManager
