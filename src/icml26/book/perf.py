@@ -32,6 +32,18 @@ def write_timing(book: Book, what: str, **fields: Any) -> Path:
     return f
 
 
+def results_digest(records) -> str:
+    """A short digest of which results a whole-book run produced: each chapter with its cache key.
+
+    Two runs with the same digest rendered the same book; the CLI measures a fully cached
+    rerun once per digest.
+    """
+    import hashlib
+
+    items = sorted(f"{r.chapter}:{r.scale}:{r.seed}:{r.key}" for r in records)
+    return hashlib.sha256("\n".join(items).encode()).hexdigest()[:16]
+
+
 def load_timings(book: Book) -> dict[str, dict]:
     """Every recorded whole-book timing, by name."""
     d = book.build_dir / TIMINGS
@@ -229,7 +241,7 @@ def performance_markdown(book: Book, scale: str, figure: str | None = None) -> s
             rows.append(f"| every chapter at `{s}`, `--jobs {r.get('jobs', '?')}` | {_fmt_s(r['wall_s'])} | {r.get('executed', '?')} executed, {r.get('cached', '?')} cached; chapters' own times add up to {_fmt_s(r.get('chapters_s', 0))} |")
         r = t.get(f"run-{s}-cached")
         if r:
-            rows.append(f"| cached rerun at `{s}` (nothing changed) | {_fmt_s(r['wall_s'])} | {r.get('cached', '?')} cache hits |")
+            rows.append(f"| cached rerun at `{s}` (nothing changed) | {_fmt_s(r['wall_s'])} | {r.get('cached', '?')} cache hits; measured once for these results, {r.get('finished', '?')} |")
     sweeps = sorted(k for k in t if k.startswith("sweep-"))
     for k in sweeps:
         r = t[k]
