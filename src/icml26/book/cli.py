@@ -150,6 +150,12 @@ def make_parser() -> argparse.ArgumentParser:
     w.add_argument("--force", action="store_true", help="execute even where the cache holds the task")
     w.add_argument("--no-progress", action="store_true", help="no progress bar")
 
+    t = sub.add_parser("times", help="save the chapters' run times (data/timings/), which the status page compares with")
+    t.add_argument("--save", required=True, metavar="LABEL", help="name of the saved times, e.g. a version: 0.3.0")
+    t.add_argument("--scale", type=_scale, default="full", metavar="{" + ",".join(SCALES) + "}", help="scale (default: full)")
+    t.add_argument("--from", dest="source", default=None, metavar="ROOT",
+                   help="the book whose runs are saved, e.g. a worktree of an earlier version (default: this one)")
+
     k = sub.add_parser("bench", help="re-run just the benchmark cells of chapters (their rows feed the Performance page)")
     k.add_argument("chapters", nargs="*", help="chapter ids, numbers or slugs (default: all)")
     k.add_argument("--scale", type=_scale, default=None, metavar="{" + ",".join(SCALES) + "}", help=f"ci or full (default: {DEFAULT_SCALE_RULE})")
@@ -233,6 +239,18 @@ def _dispatch(args) -> int:
         if notes:
             print()
             print("\n".join(notes))
+        return 0
+
+    if args.command == "times":
+        from .perf import save_times
+
+        try:
+            source = Book(Path(args.source)) if args.source else None
+            out = save_times(book, args.scale, args.save, source=source)
+        except (ValueError, FileNotFoundError, NotADirectoryError) as exc:
+            _err("times", str(exc))
+            return 2
+        print(f"saved {out}")
         return 0
 
     if args.command == "sync":

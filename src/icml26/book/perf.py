@@ -150,15 +150,82 @@ def makespan(times: list[float], workers: int) -> float:
     return max(load)
 
 
+def chapter_seconds(rec) -> float:
+    """What one run of a chapter costs: its kernels' CPU seconds where recorded, else its wall time.
+
+    Chapters run one torch/BLAS thread each, so on an otherwise idle core the two agree
+    (kernel start-up aside); on a shared machine wall time grows with the load and CPU
+    time does not.
+    """
+    cpu = float(getattr(rec, "cpu_s", 0.0) or 0.0)
+    return cpu if cpu > 0 else float(rec.wall_s)
+
+
 def seed_cost(book: Book, scale: str = "full") -> dict[str, float]:
-    """Seconds one seed of each chapter took at ``scale`` in its last good run (chapter id → seconds)."""
+    """Seconds one seed of each chapter costs at ``scale`` by its last good run (chapter id → :func:`chapter_seconds`)."""
     out = {}
     for ch in book.chapters():
         word, _ = book.state(scale, ch)
         rec = book.record(scale, ch)
         if word in ("ok", "stale") and rec is not None:
-            out[ch.id] = float(rec.wall_s)
+            out[ch.id] = chapter_seconds(rec)
     return out
+
+
+BASELINES = "timings"
+"""``data/timings/``: saved chapter times of earlier versions, which the status page compares with."""
+
+
+def save_times(book: Book, scale: str, label: str, *, source: Book | None = None) -> Path:
+    """Save the chapters' last good run times at ``scale`` as ``data/timings/<scale>-<label>.json``.
+
+    ``source`` is the book whose runs are saved (default ``book``; e.g. a worktree of an
+    earlier version). The status page shows each chapter's time beside the saved ones.
+
+    Raises
+    ------
+    ValueError
+        If ``label`` is not a short name of letters, digits, dots, dashes and
+        underscores, or no chapter of ``source`` has a good run at ``scale``.
+    """
+    import re
+
+    from .chapter import check_scale
+    from .identity import describe
+
+    check_scale(scale)
+    if not isinstance(label, str) or not re.fullmatch(r"[A-Za-z0-9._-]{1,40}", label):
+        raise ValueError(f"label {label!r}: use 1 to 40 letters, digits, '.', '-' or '_'")
+    src = source or book
+    chapters = {}
+    for ch in src.chapters():
+        word, _ = src.state(scale, ch)
+        rec = src.record(scale, ch)
+        if rec is not None and rec.status in ("ok", "cached"):
+            chapters[ch.id] = {"wall_s": rec.wall_s, "cpu_s": rec.cpu_s, "finished": rec.finished, "key": rec.key,
+                               "state": word}
+    if not chapters:
+        raise ValueError(f"{src.root}: no chapter has a good run at {scale} scale to save")
+    d = book.data_dir / BASELINES
+    d.mkdir(parents=True, exist_ok=True)
+    out = d / f"{scale}-{label}.json"
+    out.write_text(json.dumps({"label": label, "scale": scale, "built_from": describe(src.root),
+                               "saved": time.strftime("%Y-%m-%d %H:%M:%S"), "chapters": chapters}, indent=2) + "\n")
+    return out
+
+
+def load_baselines(book: Book, scale: str) -> list[dict]:
+    """The saved chapter times at ``scale`` (:func:`save_times`), oldest first; unreadable files are skipped."""
+    d = book.data_dir / BASELINES
+    out = []
+    for f in sorted(d.glob(f"{scale}-*.json")) if d.is_dir() else []:
+        try:
+            data = json.loads(f.read_text())
+            if isinstance(data, dict) and isinstance(data.get("chapters"), dict):
+                out.append(data)
+        except (ValueError, UnicodeDecodeError):
+            continue
+    return sorted(out, key=lambda b: str(b.get("saved", "")))
 
 
 def seed_cost_markdown(book: Book) -> list[str]:
@@ -176,8 +243,9 @@ def seed_cost_markdown(book: Book) -> list[str]:
         f"**{_fmt_s(sum(costs[s].values()))}** ({len(costs[s])} chapters)" if costs[s] else "—" for s in SCALES) + " |")
     lines += [
         "",
-        "Each chapter's wall time in its last good run on this machine (one core per chapter; a run with "
-        "`--jobs 2` shares the machine, so these are upper bounds for an idle core). A sweep runs chapters × seeds "
+        "Each chapter's cost in its last good run on this machine: the CPU seconds of its kernel, which is what "
+        "it takes on an idle core (chapters use one thread; runs recorded before CPU time was measured show their "
+        "wall time, an upper bound when the machine was shared). A sweep runs chapters × seeds "
         "as independent tasks, one core each. Projected from these times for *N* single-core workers: the wall "
         "time of one more seed of the whole book (longest chapters first; never below the longest chapter), and "
         "the seeds per hour once many seeds keep every worker busy (*N* × 3,600 s ÷ one seed's chapter time).",

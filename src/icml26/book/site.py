@@ -596,23 +596,45 @@ def chapter_title(ch: Chapter) -> str:
 def status_markdown(book: Book) -> str:
     """The book's version and commit, per-chapter wall time at each scale, package versions and the machine."""
     from .identity import describe
+    from .perf import load_baselines
 
-    lines = [f"These pages were built from **{describe(book.root)}**.", "", "## Chapter runs", "", "| Chapter | " + " | ".join(f"`{s}` wall time" for s in SCALES) + " | Last good run (full) |", "|---|" + "---|" * (len(SCALES) + 1)]
+    baselines = load_baselines(book, "full")
+    head = [h for s in SCALES for h in (f"`{s}` wall", f"`{s}` CPU")]
+    head += [f"`full` CPU in {b['label']}" for b in baselines] + (["`full` CPU now ÷ then"] if baselines else [])
+    lines = [f"These pages were built from **{describe(book.root)}**.", "", "## Chapter runs", "",
+             "| Chapter | " + " | ".join(head) + " | Last good run (full) |", "|---|" + "---|" * (len(head) + 1)]
     stale_notes = []
     for ch in book.chapters():
         cells = []
+        cpu_full = None
         for s in SCALES:
             word, why = book.state(s, ch)
             rec = book.record(s, ch)
             if word in ("ok", "stale") and rec is not None:
                 cells.append(f"{rec.wall_s:.1f} s" + (" **(stale)**" if word == "stale" else ""))
+                cells.append(f"{rec.cpu_s:.1f} s" if rec.cpu_s > 0 else "—")
+                if s == "full" and rec.cpu_s > 0:
+                    cpu_full = rec.cpu_s
             else:
-                cells.append(word)
+                cells += [word, "—"]
             if why:
                 stale_notes.append(f"- `{ch.id}` at `{s}` scale, {word}: {_cell(why)}")
+        then = None
+        for b in baselines:
+            old = (b["chapters"].get(ch.id) or {}).get("cpu_s") or 0
+            cells.append(f"{old:.1f} s" if old > 0 else "—")
+            then = old if old > 0 else then
+        if baselines:
+            cells.append(f"{cpu_full / then:.2f}" if cpu_full and then else "—")
         rec = book.record("full", ch)
         lines.append(f"| {ch.id} | " + " | ".join(cells) + f" | {rec.finished if rec else '—'} |")
-    lines += ["", "Wall time is the chapter's execution through papermill, kernel start included.", ""]
+    lines += ["", "Wall time is the chapter's execution through papermill, kernel start included; CPU is the "
+              "CPU time of the chapter's kernel (user + system), which does not grow when other work shares the "
+              "machine (— where a run predates its recording)."]
+    for b in baselines:
+        lines.append(f"The `full` CPU in {b['label']} was measured at {b.get('saved', '?')} on {_cell(b.get('built_from', '?'))} "
+                     f"(`data/timings/full-{b['label']}.json`, saved by `python -m icml26 times --save {b['label']}`).")
+    lines.append("")
     if stale_notes:
         lines += [
             "*Stale* results come from the last run that succeeded; they are kept, and shown, until a new run "
