@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from .._common import RandomState, check_int, check_random_state, check_real, progress, seed_from, torch_generator
 from .bc import MixtureDensityPolicy
@@ -247,6 +248,19 @@ class DynamicsModel(nn.Module):
             parts.append(torch.as_tensor(partner_act, dtype=torch.float32).reshape(obs.shape[0], 2))
         return obs + self.net(torch.cat(parts, 1)) * self.scale  # (n, 12)
 
+    def _predict_np(self, obs: np.ndarray, act: np.ndarray, partner_act: np.ndarray | None) -> np.ndarray:
+        """:meth:`forward` of checked float32 arrays (n, 12), (n, 2)[, (n, 2)], without the checks; (n, 12) array.
+
+        The same kernels on the same shapes (the input concatenated in NumPy is the same
+        float32 matrix as ``torch.cat``'s; ``nn.Linear`` is ``F.linear``, ``nn.ReLU`` is
+        ``torch.relu``), without the module-call overhead: the per-step path of an agent.
+        """
+        parts = (obs, act, partner_act) if self.use_partner else (obs, act)
+        lin0, lin1, lin2 = self.net[0], self.net[2], self.net[4]
+        h = torch.relu(F.linear(torch.from_numpy(np.concatenate(parts, 1)), lin0.weight, lin0.bias))
+        h = torch.relu(F.linear(h, lin1.weight, lin1.bias))
+        return (torch.from_numpy(obs) + F.linear(h, lin2.weight, lin2.bias) * self.scale).numpy()  # (n, 12)
+
 
 def fit_dynamics(
     data: dict[str, np.ndarray],
@@ -372,12 +386,26 @@ class BassAgent:
         if self.dynamics is None:
             raise ValueError("score_spread needs a dynamics model (this agent is plain behaviour cloning)")
         o = np.asarray(obs, dtype=np.float32)
-        cand = self.policy.sample(o, self.k, self.gen if generator is None else generator)[0]  # (K, 2)
+        if o.shape != (_D,) or not np.all(np.isfinite(o)):
+            raise ValueError(f"obs must be a finite array of shape ({_D},), got shape {o.shape}")
+        _, score = self._preview(o, self.gen if generator is None else generator)
+        return float(score.max() - score.min())
+
+    def _preview(self, o: np.ndarray, gen: torch.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """``K`` candidates sampled at the checked float32 state ``o`` (12,) and their previewed scores; (K, 2), (K,).
+
+        The policy's and the partner model's forward passes and the dynamics model's
+        preview go through their unchecked paths (the same kernels on the same shapes as
+        ``policy.sample``, ``partner_model.mode`` and ``dynamics(...)``).
+        """
+        o2 = o[None]  # (1, 12)
+        cand = self.policy._draw(self.policy._heads_np(o2), self.k, gen)[0]  # (K, 2)
         pa = None
         if self.dynamics.use_partner:
-            pa = np.repeat(self.partner_model.mode(swap_view(o)[None]), self.k, 0)  # (K, 2)
-        score = box_goal_score(self.dynamics(np.repeat(o[None], self.k, 0), cand, pa).numpy())
-        return float(score.max() - score.min())
+            pm = self.partner_model
+            pa = np.repeat(pm._mode(pm._heads_np(swap_view(o2))), self.k, 0)  # (K, 2)
+        pred = self.dynamics._predict_np(np.repeat(o2, self.k, 0), cand, pa)  # (K, 12)
+        return cand, box_goal_score(pred)
 
     @torch.no_grad()
     def calibrate(self, data: dict[str, np.ndarray], *, quantile: float = 0.95, seed: int = 0) -> float:
@@ -429,14 +457,8 @@ class BassAgent:
         if o.shape != (_D,) or not np.all(np.isfinite(o)):
             raise ValueError(f"obs must be a finite array of shape ({_D},), got shape {o.shape}")
         if self.dynamics is None:
-            return self.policy.sample(o, 1, self.gen)[0, 0].astype(np.float32)
-        cand = self.policy.sample(o, self.k, self.gen)[0]  # (K, 2)
-        obs_k = np.repeat(o[None], self.k, 0)  # (K, 12)
-        pa = None
-        if self.dynamics.use_partner:
-            pa = np.repeat(self.partner_model.mode(swap_view(o)[None]), self.k, 0)  # (K, 2)
-        pred = self.dynamics(obs_k, cand, pa).numpy()  # (K, 12)
-        score = box_goal_score(pred)
+            return self.policy._draw(self.policy._heads_np(o[None]), 1, self.gen)[0, 0].astype(np.float32)
+        cand, score = self._preview(o, self.gen)  # (K, 2), (K,)
         best = int(np.argmax(score)) if score.max() - score.min() > self.tie_tol else 0
         return cand[best].astype(np.float32)
 
