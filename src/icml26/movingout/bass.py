@@ -256,10 +256,11 @@ class DynamicsModel(nn.Module):
         ``torch.relu``), without the module-call overhead: the per-step path of an agent.
         """
         parts = (obs, act, partner_act) if self.use_partner else (obs, act)
-        lin0, lin1, lin2 = self.net[0], self.net[2], self.net[4]
-        h = torch.relu(F.linear(torch.from_numpy(np.concatenate(parts, 1)), lin0.weight, lin0.bias))
-        h = torch.relu(F.linear(h, lin1.weight, lin1.bias))
-        return (torch.from_numpy(obs) + F.linear(h, lin2.weight, lin2.bias) * self.scale).numpy()  # (n, 12)
+        net = self.net._modules
+        p0, p1, p2 = net["0"]._parameters, net["2"]._parameters, net["4"]._parameters
+        h = torch.relu(F.linear(torch.from_numpy(np.concatenate(parts, 1)), p0["weight"], p0["bias"]))
+        h = torch.relu(F.linear(h, p1["weight"], p1["bias"]))
+        return (torch.from_numpy(obs) + F.linear(h, p2["weight"], p2["bias"]) * self._buffers["scale"]).numpy()  # (n, 12)
 
 
 def fit_dynamics(
@@ -303,13 +304,14 @@ def fit_dynamics(
     target = delta / model.scale
     opt = torch.optim.Adam(model.net.parameters(), lr=lr)
     gen = torch_generator(random_state)
+    # the network's input once for all rows (a batch's rows of it are torch.cat of the batch's rows)
+    inp = torch.cat([x, a] + ([p] if use_partner else []), 1)  # (n, 14 or 16)
     for _ in range(epochs):
         perm = torch.randperm(len(x), generator=gen)
         total = 0.0
         for i in range(0, len(x), batch_size):
             b = perm[i : i + batch_size]
-            inp = [x[b], a[b]] + ([p[b]] if use_partner else [])
-            loss = ((model.net(torch.cat(inp, 1)) - target[b]) ** 2).mean()
+            loss = ((model.net(inp[b]) - target[b]) ** 2).mean()
             opt.zero_grad()
             loss.backward()
             opt.step()

@@ -108,10 +108,11 @@ class MixtureDensityPolicy(nn.Module):
         The same kernels on the same shapes as ``self.head(self.body(feats))`` (``nn.Linear``
         is ``F.linear``, ``nn.Tanh`` is ``torch.tanh``), without the module-call overhead.
         """
-        lin0, lin1 = self.body[0], self.body[2]
-        h = torch.tanh(F.linear(feats, lin0.weight, lin0.bias))
-        h = torch.tanh(F.linear(h, lin1.weight, lin1.bias))
-        h = F.linear(h, self.head.weight, self.head.bias)  # (n, K * (1 + 2d))
+        body = self.body._modules
+        p0, p1, p2 = body["0"]._parameters, body["2"]._parameters, self.head._parameters
+        h = torch.tanh(F.linear(feats, p0["weight"], p0["bias"]))
+        h = torch.tanh(F.linear(h, p1["weight"], p1["bias"]))
+        h = F.linear(h, p2["weight"], p2["bias"])  # (n, K * (1 + 2d))
         n, k, d = feats.shape[0], self.k, self.act_dim
         logits = h[:, :k]
         mu = torch.tanh(h[:, k : k + k * d]).reshape(n, k, d)
