@@ -217,6 +217,9 @@ def recombine_demos(
     return out
 
 
+_MLP_LAYERS = [nn.Linear, nn.ReLU, nn.Linear, nn.ReLU, nn.Linear]  # DynamicsModel.net, as built
+
+
 class DynamicsModel(nn.Module):
     """:math:`\\hat s_{t+1} = s_t + f(s_t, a_t[, a^p_t])`, an MLP on the state (the VAE latent is dropped).
 
@@ -256,9 +259,12 @@ class DynamicsModel(nn.Module):
         ``torch.relu``), without the module-call overhead: the per-step path of an agent.
         """
         parts = (obs, act, partner_act) if self.use_partner else (obs, act)
+        x = torch.from_numpy(np.concatenate(parts, 1))  # (n, 14 or 16)
         net = self.net._modules
+        if self.net.__class__ is not nn.Sequential or [m.__class__ for m in net.values()] != _MLP_LAYERS:
+            return (torch.from_numpy(obs) + self.net(x) * self.scale).numpy()  # a replaced network: its own call
         p0, p1, p2 = net["0"]._parameters, net["2"]._parameters, net["4"]._parameters
-        h = torch.relu(F.linear(torch.from_numpy(np.concatenate(parts, 1)), p0["weight"], p0["bias"]))
+        h = torch.relu(F.linear(x, p0["weight"], p0["bias"]))
         h = torch.relu(F.linear(h, p1["weight"], p1["bias"]))
         return (torch.from_numpy(obs) + F.linear(h, p2["weight"], p2["bias"]) * self._buffers["scale"]).numpy()  # (n, 12)
 

@@ -21,6 +21,7 @@ from torch.nn import functional as F
 from .._common import RandomState, check_int, check_real, seed_from, torch_generator
 
 _N_EXTRA = 10
+_BODY_LAYERS = [nn.Linear, nn.Tanh, nn.Linear, nn.Tanh]  # MixtureDensityPolicy.body, as built
 
 
 def policy_features(obs: torch.Tensor) -> torch.Tensor:
@@ -109,10 +110,14 @@ class MixtureDensityPolicy(nn.Module):
         is ``F.linear``, ``nn.Tanh`` is ``torch.tanh``), without the module-call overhead.
         """
         body = self.body._modules
-        p0, p1, p2 = body["0"]._parameters, body["2"]._parameters, self.head._parameters
-        h = torch.tanh(F.linear(feats, p0["weight"], p0["bias"]))
-        h = torch.tanh(F.linear(h, p1["weight"], p1["bias"]))
-        h = F.linear(h, p2["weight"], p2["bias"])  # (n, K * (1 + 2d))
+        if (self.body.__class__ is not nn.Sequential or self.head.__class__ is not nn.Linear
+                or [m.__class__ for m in body.values()] != _BODY_LAYERS):
+            h = self.head(self.body(feats))  # a replaced network: its own call
+        else:
+            p0, p1, p2 = body["0"]._parameters, body["2"]._parameters, self.head._parameters
+            h = torch.tanh(F.linear(feats, p0["weight"], p0["bias"]))
+            h = torch.tanh(F.linear(h, p1["weight"], p1["bias"]))
+            h = F.linear(h, p2["weight"], p2["bias"])  # (n, K * (1 + 2d))
         n, k, d = feats.shape[0], self.k, self.act_dim
         logits = h[:, :k]
         mu = torch.tanh(h[:, k : k + k * d]).reshape(n, k, d)
