@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from .._common import RandomState, check_int, check_random_state, check_real, progress, seed_from, torch_generator
 from .bc import MixtureDensityPolicy
@@ -216,6 +217,9 @@ def recombine_demos(
     return out
 
 
+_MLP_LAYERS = [nn.Linear, nn.ReLU, nn.Linear, nn.ReLU, nn.Linear]  # DynamicsModel.net, as built
+
+
 class DynamicsModel(nn.Module):
     """:math:`\\hat s_{t+1} = s_t + f(s_t, a_t[, a^p_t])`, an MLP on the state (the VAE latent is dropped).
 
@@ -246,6 +250,23 @@ class DynamicsModel(nn.Module):
                 raise ValueError("this dynamics model needs partner_act (use_partner=True)")
             parts.append(torch.as_tensor(partner_act, dtype=torch.float32).reshape(obs.shape[0], 2))
         return obs + self.net(torch.cat(parts, 1)) * self.scale  # (n, 12)
+
+    def _predict_np(self, obs: np.ndarray, act: np.ndarray, partner_act: np.ndarray | None) -> np.ndarray:
+        """:meth:`forward` of checked float32 arrays (n, 12), (n, 2)[, (n, 2)], without the checks; (n, 12) array.
+
+        The same kernels on the same shapes (the input concatenated in NumPy is the same
+        float32 matrix as ``torch.cat``'s; ``nn.Linear`` is ``F.linear``, ``nn.ReLU`` is
+        ``torch.relu``), without the module-call overhead: the per-step path of an agent.
+        """
+        parts = (obs, act, partner_act) if self.use_partner else (obs, act)
+        x = torch.from_numpy(np.concatenate(parts, 1))  # (n, 14 or 16)
+        net = self.net._modules
+        if self.net.__class__ is not nn.Sequential or [m.__class__ for m in net.values()] != _MLP_LAYERS:
+            return (torch.from_numpy(obs) + self.net(x) * self.scale).numpy()  # a replaced network: its own call
+        p0, p1, p2 = net["0"]._parameters, net["2"]._parameters, net["4"]._parameters
+        h = torch.relu(F.linear(x, p0["weight"], p0["bias"]))
+        h = torch.relu(F.linear(h, p1["weight"], p1["bias"]))
+        return (torch.from_numpy(obs) + F.linear(h, p2["weight"], p2["bias"]) * self._buffers["scale"]).numpy()  # (n, 12)
 
 
 def fit_dynamics(
@@ -289,13 +310,14 @@ def fit_dynamics(
     target = delta / model.scale
     opt = torch.optim.Adam(model.net.parameters(), lr=lr)
     gen = torch_generator(random_state)
+    # the network's input once for all rows (a batch's rows of it are torch.cat of the batch's rows)
+    inp = torch.cat([x, a] + ([p] if use_partner else []), 1)  # (n, 14 or 16)
     for _ in range(epochs):
         perm = torch.randperm(len(x), generator=gen)
         total = 0.0
         for i in range(0, len(x), batch_size):
             b = perm[i : i + batch_size]
-            inp = [x[b], a[b]] + ([p[b]] if use_partner else [])
-            loss = ((model.net(torch.cat(inp, 1)) - target[b]) ** 2).mean()
+            loss = ((model.net(inp[b]) - target[b]) ** 2).mean()
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -372,12 +394,26 @@ class BassAgent:
         if self.dynamics is None:
             raise ValueError("score_spread needs a dynamics model (this agent is plain behaviour cloning)")
         o = np.asarray(obs, dtype=np.float32)
-        cand = self.policy.sample(o, self.k, self.gen if generator is None else generator)[0]  # (K, 2)
+        if o.shape != (_D,) or not np.all(np.isfinite(o)):
+            raise ValueError(f"obs must be a finite array of shape ({_D},), got shape {o.shape}")
+        _, score = self._preview(o, self.gen if generator is None else generator)
+        return float(score.max() - score.min())
+
+    def _preview(self, o: np.ndarray, gen: torch.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """``K`` candidates sampled at the checked float32 state ``o`` (12,) and their previewed scores; (K, 2), (K,).
+
+        The policy's and the partner model's forward passes and the dynamics model's
+        preview go through their unchecked paths (the same kernels on the same shapes as
+        ``policy.sample``, ``partner_model.mode`` and ``dynamics(...)``).
+        """
+        o2 = o[None]  # (1, 12)
+        cand = self.policy._draw(self.policy._heads_np(o2), self.k, gen)[0]  # (K, 2)
         pa = None
         if self.dynamics.use_partner:
-            pa = np.repeat(self.partner_model.mode(swap_view(o)[None]), self.k, 0)  # (K, 2)
-        score = box_goal_score(self.dynamics(np.repeat(o[None], self.k, 0), cand, pa).numpy())
-        return float(score.max() - score.min())
+            pm = self.partner_model
+            pa = np.repeat(pm._mode(pm._heads_np(swap_view(o2))), self.k, 0)  # (K, 2)
+        pred = self.dynamics._predict_np(np.repeat(o2, self.k, 0), cand, pa)  # (K, 12)
+        return cand, box_goal_score(pred)
 
     @torch.no_grad()
     def calibrate(self, data: dict[str, np.ndarray], *, quantile: float = 0.95, seed: int = 0) -> float:
@@ -429,14 +465,8 @@ class BassAgent:
         if o.shape != (_D,) or not np.all(np.isfinite(o)):
             raise ValueError(f"obs must be a finite array of shape ({_D},), got shape {o.shape}")
         if self.dynamics is None:
-            return self.policy.sample(o, 1, self.gen)[0, 0].astype(np.float32)
-        cand = self.policy.sample(o, self.k, self.gen)[0]  # (K, 2)
-        obs_k = np.repeat(o[None], self.k, 0)  # (K, 12)
-        pa = None
-        if self.dynamics.use_partner:
-            pa = np.repeat(self.partner_model.mode(swap_view(o)[None]), self.k, 0)  # (K, 2)
-        pred = self.dynamics(obs_k, cand, pa).numpy()  # (K, 12)
-        score = box_goal_score(pred)
+            return self.policy._draw(self.policy._heads_np(o[None]), 1, self.gen)[0, 0].astype(np.float32)
+        cand, score = self._preview(o, self.gen)  # (K, 2), (K,)
         best = int(np.argmax(score)) if score.max() - score.min() > self.tie_tol else 0
         return cand[best].astype(np.float32)
 

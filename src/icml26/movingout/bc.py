@@ -16,10 +16,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from .._common import RandomState, check_int, check_real, seed_from, torch_generator
 
 _N_EXTRA = 10
+_BODY_LAYERS = [nn.Linear, nn.Tanh, nn.Linear, nn.Tanh]  # MixtureDensityPolicy.body, as built
 
 
 def policy_features(obs: torch.Tensor) -> torch.Tensor:
@@ -41,6 +43,30 @@ def policy_features(obs: torch.Tensor) -> torch.Tensor:
 
     ego, partner, light, heavy = obs[:, 0:2], obs[:, 4:6], obs[:, 8:10], obs[:, 10:12]
     return torch.cat([obs, heavy - ego, light - ego, heavy - partner, partner - ego, inside(heavy), inside(light)], 1)
+
+
+def _features_np(obs: np.ndarray) -> np.ndarray:
+    """:func:`policy_features` of a checked float32 array (n, 12) in NumPy, shape (n, 22), float32.
+
+    The same values bit for bit: the differences are single float32 subtractions and the
+    flags float32 comparisons with the same bounds (NumPy compares a float32 array with a
+    Python float in float32, as torch does), so no rounding can differ. The per-step path
+    of an agent, where the small torch ops of :func:`policy_features` cost more than the
+    arithmetic.
+    """
+    from .env import GOAL
+
+    x0, y0, x1, y1 = GOAL
+    ego, partner, light, heavy = obs[:, 0:2], obs[:, 4:6], obs[:, 8:10], obs[:, 10:12]
+    out = np.empty((obs.shape[0], 22), dtype=np.float32)
+    out[:, 0:12] = obs
+    out[:, 12:14] = heavy - ego
+    out[:, 14:16] = light - ego
+    out[:, 16:18] = heavy - partner
+    out[:, 18:20] = partner - ego
+    for col, p in ((20, heavy), (21, light)):
+        out[:, col] = (p[:, 0] >= x0) & (p[:, 0] <= x1) & (p[:, 1] >= y0) & (p[:, 1] <= y1)
+    return out
 
 
 class MixtureDensityPolicy(nn.Module):
@@ -75,16 +101,50 @@ class MixtureDensityPolicy(nn.Module):
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Mixture logits (n, K), means (n, K, d) and log standard deviations (n, K, d)."""
         obs = self._check(obs)
-        h = self.head(self.body(policy_features(obs) if self.obs_dim == 12 else obs))  # (n, K * (1 + 2d))
-        n, k, d = obs.shape[0], self.k, self.act_dim
+        return self._heads(policy_features(obs) if self.obs_dim == 12 else obs)
+
+    def _heads(self, feats: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """:meth:`forward` from the network's input (the features, (n, in)), without the checks.
+
+        The same kernels on the same shapes as ``self.head(self.body(feats))`` (``nn.Linear``
+        is ``F.linear``, ``nn.Tanh`` is ``torch.tanh``), without the module-call overhead.
+        """
+        body = self.body._modules
+        if (self.body.__class__ is not nn.Sequential or self.head.__class__ is not nn.Linear
+                or [m.__class__ for m in body.values()] != _BODY_LAYERS):
+            h = self.head(self.body(feats))  # a replaced network: its own call
+        else:
+            p0, p1, p2 = body["0"]._parameters, body["2"]._parameters, self.head._parameters
+            h = torch.tanh(F.linear(feats, p0["weight"], p0["bias"]))
+            h = torch.tanh(F.linear(h, p1["weight"], p1["bias"]))
+            h = F.linear(h, p2["weight"], p2["bias"])  # (n, K * (1 + 2d))
+        n, k, d = feats.shape[0], self.k, self.act_dim
         logits = h[:, :k]
         mu = torch.tanh(h[:, k : k + k * d]).reshape(n, k, d)
         log_sd = h[:, k + k * d :].reshape(n, k, d).clamp(-5.0, 1.0)
         return logits, mu, log_sd
 
+    def _forward_np(self, obs: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """:meth:`forward` of observations given as an array (n, obs_dim) or (obs_dim,): checked in NumPy."""
+        o = np.asarray(obs, dtype=np.float32)
+        if o.ndim == 1:
+            o = o[None]
+        if o.ndim != 2 or o.shape[1] != self.obs_dim:
+            raise ValueError(f"obs must have shape (n, {self.obs_dim}), got {tuple(o.shape)}")
+        if not np.isfinite(o).all():
+            raise ValueError("obs must be finite")
+        return self._heads_np(o)
+
+    def _heads_np(self, obs: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """:meth:`forward` of a checked float32 array (n, obs_dim), without the checks."""
+        return self._heads(torch.from_numpy(_features_np(obs) if self.obs_dim == 12 else np.ascontiguousarray(obs)))
+
     def log_prob(self, obs: torch.Tensor, act: torch.Tensor) -> torch.Tensor:
         """:math:`\\log \\pi(a\\mid s)` per row, shape (n,)."""
-        logits, mu, log_sd = self(obs)
+        return self._log_prob(self(obs), act)
+
+    def _log_prob(self, heads: tuple[torch.Tensor, torch.Tensor, torch.Tensor], act: torch.Tensor) -> torch.Tensor:
+        logits, mu, log_sd = heads
         act = torch.as_tensor(act, dtype=torch.float32)
         if act.shape != (mu.shape[0], self.act_dim):
             raise ValueError(f"act must have shape ({mu.shape[0]}, {self.act_dim}), got {tuple(act.shape)}")
@@ -96,7 +156,12 @@ class MixtureDensityPolicy(nn.Module):
     def sample(self, obs: np.ndarray, n_samples: int = 1, generator: torch.Generator | None = None) -> np.ndarray:
         """Draw ``n_samples`` actions per observation, clipped to [-1, 1]; shape (n, n_samples, d)."""
         n_samples = check_int(n_samples, "n_samples")
-        logits, mu, log_sd = self(torch.as_tensor(np.atleast_2d(obs), dtype=torch.float32))
+        return self._draw(self._forward_np(obs), n_samples, generator)
+
+    def _draw(self, heads: tuple[torch.Tensor, torch.Tensor, torch.Tensor], n_samples: int,
+              generator: torch.Generator | None) -> np.ndarray:
+        """:meth:`sample` from the mixture's parameters (:meth:`forward`'s output); shape (n, n_samples, d)."""
+        logits, mu, log_sd = heads
         n = mu.shape[0]
         comp = torch.multinomial(torch.softmax(logits, -1), n_samples, replacement=True, generator=generator)  # (n, S)
         idx = comp[..., None].expand(n, n_samples, self.act_dim)
@@ -108,7 +173,12 @@ class MixtureDensityPolicy(nn.Module):
     @torch.no_grad()
     def mode(self, obs: np.ndarray) -> np.ndarray:
         """The mean of the most probable component per observation, shape (n, d)."""
-        logits, mu, _ = self(torch.as_tensor(np.atleast_2d(obs), dtype=torch.float32))
+        return self._mode(self._forward_np(obs))
+
+    @staticmethod
+    def _mode(heads: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> np.ndarray:
+        """:meth:`mode` from the mixture's parameters (:meth:`forward`'s output); shape (n, d)."""
+        logits, mu, _ = heads
         return mu[torch.arange(mu.shape[0]), logits.argmax(-1)].numpy()
 
 
@@ -154,12 +224,14 @@ def fit_mdn_policy(
     opt = torch.optim.Adam(policy.parameters(), lr=lr)
     gen = torch_generator(random_state)
     xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+    # the network's input once for all rows: the features are row-wise, so a batch's rows are these rows
+    ft = policy_features(xt) if policy.obs_dim == 12 else xt  # (n, in)
     for _ in range(epochs):
         perm = torch.randperm(len(xt), generator=gen)
         total = 0.0
         for i in range(0, len(xt), batch_size):
             b = perm[i : i + batch_size]
-            loss = -policy.log_prob(xt[b], yt[b]).mean()
+            loss = -policy._log_prob(policy._heads(ft[b]), yt[b]).mean()
             opt.zero_grad()
             loss.backward()
             opt.step()

@@ -31,6 +31,13 @@ import pymunk
 
 from .._common import check_int, check_real
 
+try:  # pymunk's own binding of Chipmunk2D: the per-substep calls without the Python wrappers
+    from pymunk._chipmunk_cffi import lib as _cp
+
+    _CP_OK = all(hasattr(_cp, f) for f in ("cpSpaceStep", "cpBodySetVelocity", "cpBodyGetPosition", "cpBodyGetVelocity"))
+except ImportError:  # pragma: no cover - another pymunk layout: the public API below is used
+    _cp, _CP_OK = None, False
+
 # Geometry of the map (unit square), fixed design constants.
 AGENT_RADIUS: float = 0.03
 LIGHT_HALF: float = 0.035
@@ -241,6 +248,7 @@ class MovingOutEnv(gym.Env):
         self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32)
         self._lo, self._hi = lo.astype(float).tolist(), [1.0] * 12
         self.space: pymunk.Space | None = None
+        self._c: tuple | None = None
         self._t = 0
 
     # ------------------------------------------------------------------ building the world
@@ -279,9 +287,25 @@ class MovingOutEnv(gym.Env):
 
         space.on_collision(_AGENT, _BOX, begin=count_hit)
         self.space = space
+        # the C handles of the space and the bodies, for step() and _state_list() (None: public API)
+        self._c = None
+        if _CP_OK and all(hasattr(b, "_body") for b in self.bodies.values()) and hasattr(space, "_space"):
+            self._c = (space._space, *(self.bodies[k]._body for k in ("ego", "partner", "light", "heavy")))
+
+    def _space_is_plain(self) -> bool:
+        """Whether ``space.step`` would do no more than ``cpSpaceStep``: no pending body check, add, remove or callback."""
+        sp = self.space
+        return not (getattr(sp, "_bodies_to_check", True) or getattr(sp, "_add_later", True)
+                    or getattr(sp, "_remove_later", True) or getattr(sp, "_post_step_callbacks", True))
 
     def _state_list(self) -> list[float]:
         """The state as 12 Python floats (layout :data:`OBS_NAMES`, velocities unclipped)."""
+        if self._c is not None:  # the same C getters as Body.position / Body.velocity
+            _, e, p, lb, hb = self._c
+            get_p, get_v = _cp.cpBodyGetPosition, _cp.cpBodyGetVelocity
+            pe, ve, pp, vp, pl, ph = get_p(e), get_v(e), get_p(p), get_v(p), get_p(lb), get_p(hb)
+            return [pe.x, pe.y, ve.x / MAX_SPEED, ve.y / MAX_SPEED, pp.x, pp.y, vp.x / MAX_SPEED, vp.y / MAX_SPEED,
+                    pl.x, pl.y, ph.x, ph.y]
         b = self.bodies
         out: list[float] = []
         for name in ("ego", "partner"):
@@ -406,15 +430,30 @@ class MovingOutEnv(gym.Env):
         ve = (float(a[0]) * MAX_SPEED, float(a[1]) * MAX_SPEED)
         vp = (float(pa[0]) * MAX_SPEED, float(pa[1]) * MAX_SPEED)
         dt = CONTROL_DT / self.substeps
-        step = self.space.step
-        for _ in range(self.substeps):
-            ego.velocity, partner.velocity = ve, vp
-            if hv != (0.0, 0.0):  # keep the kinematic box inside the walls
-                x, y = heavy.position
-                vx = 0.0 if not (h <= x + hv[0] * dt <= 1 - h) else hv[0]
-                vy = 0.0 if not (h <= y + hv[1] * dt <= 1 - h) else hv[1]
-                heavy.velocity = (vx, vy)
-            step(dt)
+        if self._c is not None and self._space_is_plain():
+            # Space.step and Body.velocity's setter reduce to these C calls here (nothing pending)
+            sp, eb, pb, _, hb = self._c
+            cp_step, set_v, get_p = _cp.cpSpaceStep, _cp.cpBodySetVelocity, _cp.cpBodyGetPosition
+            for _ in range(self.substeps):
+                set_v(eb, ve)
+                set_v(pb, vp)
+                if hv != (0.0, 0.0):  # keep the kinematic box inside the walls
+                    hp = get_p(hb)
+                    x, y = hp.x, hp.y
+                    vx = 0.0 if not (h <= x + hv[0] * dt <= 1 - h) else hv[0]
+                    vy = 0.0 if not (h <= y + hv[1] * dt <= 1 - h) else hv[1]
+                    set_v(hb, (vx, vy))
+                cp_step(sp, dt)
+        else:
+            step = self.space.step
+            for _ in range(self.substeps):
+                ego.velocity, partner.velocity = ve, vp
+                if hv != (0.0, 0.0):  # keep the kinematic box inside the walls
+                    x, y = heavy.position
+                    vx = 0.0 if not (h <= x + hv[0] * dt <= 1 - h) else hv[0]
+                    vy = 0.0 if not (h <= y + hv[1] * dt <= 1 - h) else hv[1]
+                    heavy.velocity = (vx, vy)
+                step(dt)
         heavy.velocity = (0.0, 0.0)
         self._t += 1
         st = self._state_list()
