@@ -750,7 +750,7 @@ class _Interaction(torch.nn.Module):
 
     def forward(self, h, rbf, fcut, i, j):
         w = self.filt2(_ssp(self.filt1(rbf))) * fcut[:, None]  # (E, c) continuous filter
-        m = torch.zeros_like(h).index_add_(0, i, self.lin_in(h)[j] * w)  # (n, c)
+        m = torch.zeros_like(h).index_add_(0, i, self.lin_in(h).index_select(0, j) * w)  # (n, c)
         return h + self.lin_out2(_ssp(self.lin_out1(m)))
 
 
@@ -802,7 +802,7 @@ class ForceNet(torch.nn.Module):
 
     def encode(self, z, x, i, j):
         """Atom features and pair geometry for atoms ``z`` at ``x`` with pairs ``(i, j)``."""
-        d_vec = x[i] - x[j]  # (E, 3)
+        d_vec = x.index_select(0, i) - x.index_select(0, j)  # (E, 3)
         d = d_vec.norm(dim=1).clamp_min(1e-6)
         rbf = torch.exp(-self.gamma * (d[:, None] - self.centers) ** 2)
         fcut = 0.5 * (torch.cos(math.pi * d / self.cutoff) + 1.0) * (d < self.cutoff)
@@ -814,7 +814,7 @@ class ForceNet(torch.nn.Module):
     def forward(self, z, x, i, j, batch, n_mol: int):
         """Return ``(forces (n, 3), scalar per molecule (n_mol,))``."""
         h, d_vec, d, rbf, fcut = self.encode(z, x, i, j)
-        phi = self.force_mlp(torch.cat([h[i] * h[j], rbf], dim=1)).squeeze(1) * fcut  # (E,)
+        phi = self.force_mlp(torch.cat([h.index_select(0, i) * h.index_select(0, j), rbf], dim=1)).squeeze(1) * fcut  # (E,)
         f = torch.zeros_like(x).index_add_(0, i, phi[:, None] * d_vec / d[:, None])
         s = torch.zeros(n_mol, dtype=x.dtype).index_add_(0, batch, self.head(h).squeeze(1))
         return f, s
