@@ -918,7 +918,7 @@ def pretrain_denoise(molecules: Sequence[Molecule], scheme: NoiseScheme, *, step
     lr = check_real(lr, "lr", lo=0, lo_open=True)
     seed = seed_from(random_state)
     model = ForceNet(**(model_kw or {}), random_state=seed)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    opt = torch.optim.Adam(model.parameters(), lr=lr, foreach=True)
     batch_rng = np.random.default_rng([seed, 1])
     noise_rng = np.random.default_rng([seed, 2, SCHEMES.index(scheme.kind)])
     sent_rng = np.random.default_rng([seed, 3])
@@ -1078,7 +1078,7 @@ def finetune_property(molecules: Sequence[Molecule], y: np.ndarray, *, init: For
             torch.random.set_rng_state(gen)
     mu, sd = float(y.mean()), float(y.std()) or 1.0
     yt = torch.as_tensor((y - mu) / sd, dtype=torch.float32)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    opt = torch.optim.Adam(model.parameters(), lr=lr, foreach=True)
     rng = np.random.default_rng([seed, 7])
     for _ in range(steps):
         idx = rng.choice(len(mols), size=min(batch_size, len(mols)), replace=False)
