@@ -32,6 +32,7 @@ References
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from collections.abc import Sequence
@@ -449,13 +450,34 @@ mmff_forces.__doc__ += _REF
 
 
 # --------------------------------------------------------------------------- noise
+def _cross(a: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """:math:`a \\times p_r` for every row of ``p`` (a (3,), p (n, 3)), with :func:`numpy.cross`'s arithmetic.
+
+    The same products and differences in the same order as ``np.cross(a, p)`` (so the same
+    bits), without its axis handling, which costs more than the arithmetic for a few atoms.
+    """
+    out = np.empty_like(p)  # (n, 3)
+    np.subtract(a[1] * p[:, 2], a[2] * p[:, 1], out=out[:, 0])
+    np.subtract(a[2] * p[:, 0], a[0] * p[:, 2], out=out[:, 1])
+    np.subtract(a[0] * p[:, 1], a[1] * p[:, 0], out=out[:, 2])
+    return out
+
+
 def _rotate_about(x: np.ndarray, j: int, k: int, side: np.ndarray, angle: float) -> None:
     axis = x[k] - x[j]
     axis = axis / np.linalg.norm(axis)
     p = x[side] - x[k]
     c, s = math.cos(angle), math.sin(angle)
     # Rodrigues' rotation of the side about the bond axis through x[k]
-    x[side] = x[k] + p * c + np.cross(axis, p) * s + np.outer(p @ axis, axis) * (1 - c)
+    x[side] = x[k] + p * c + _cross(axis, p) * s + np.outer(p @ axis, axis) * (1 - c)
+
+
+def _apply_torsions(molecule: Molecule, x: np.ndarray, angles: np.ndarray) -> np.ndarray:
+    """:func:`apply_torsions` without its checks (for inner loops whose inputs are already checked)."""
+    x = x.copy()  # (n, 3)
+    for (j, k, side), a in zip(molecule.torsions, angles):
+        _rotate_about(x, j, k, side, float(a))
+    return x
 
 
 def apply_torsions(molecule: Molecule, x: np.ndarray, angles: np.ndarray) -> np.ndarray:
@@ -482,9 +504,7 @@ def apply_torsions(molecule: Molecule, x: np.ndarray, angles: np.ndarray) -> np.
         raise ValueError(f"angles has {angles.size} entries; molecule {molecule.name!r} has {len(molecule.torsions)} rotatable bonds")
     if not np.all(np.isfinite(angles)):
         raise ValueError("angles holds NaN or infinite values")
-    for (j, k, side), a in zip(molecule.torsions, angles):
-        _rotate_about(x, j, k, side, float(a))
-    return x
+    return _apply_torsions(molecule, x, angles)
 
 
 apply_torsions.__doc__ += _REF
@@ -607,7 +627,7 @@ def sentinel_scale(molecule: Molecule, target: float, *, s_max: float = 2.0, n_s
     def f(s: float) -> float:
         nonlocal n_eval
         n_eval += n_samples
-        rises = [molecule.ff.CalcEnergy(apply_torsions(molecule, molecule.x0, s * z).ravel().tolist()) - molecule.e0 for z in zs]
+        rises = [molecule.ff.CalcEnergy(_apply_torsions(molecule, molecule.x0, s * z).ravel().tolist()) - molecule.e0 for z in zs]
         return float(np.median(rises))
 
     hi_val = f(s_max)
@@ -688,6 +708,15 @@ class NoiseScheme:
         x_t, eps = coordinate_noise(x_a, self.tau, random_state=rng)
         return x_a, x_t, eps
 
+    def _sample(self, molecule: Molecule, scale: float, rng: np.random.Generator):
+        """:meth:`sample` without its checks: the same draws from ``rng`` and the same arithmetic."""
+        if self.kind == "coord" or scale == 0:
+            x_a = molecule.x0.copy()
+        else:
+            x_a = _apply_torsions(molecule, molecule.x0, float(scale) * rng.standard_normal(len(molecule.torsions)))
+        eps = rng.standard_normal(x_a.shape)  # (n, 3)
+        return x_a, x_a + self.tau * eps, eps
+
 
 def high_energy_fraction(molecules: Sequence[Molecule], scheme: NoiseScheme, scales: np.ndarray, *, n_samples: int = 16,
                          threshold: float = 10.0, random_state: RandomState = None) -> dict[str, np.ndarray]:
@@ -725,7 +754,7 @@ def high_energy_fraction(molecules: Sequence[Molecule], scheme: NoiseScheme, sca
     rt = np.zeros((len(mols), n_samples))
     for i, (m, s) in enumerate(zip(mols, scales)):
         for k in range(n_samples):
-            x_a, x_t, _ = scheme.sample(m, s, random_state=rng)
+            x_a, x_t, _ = scheme._sample(m, s, rng)
             ra[i, k] = m.ff.CalcEnergy(x_a.ravel().tolist()) - m.e0
             rt[i, k] = m.ff.CalcEnergy(x_t.ravel().tolist()) - m.e0
     return {"rise_a": ra, "rise_tilde": rt, "frac_a": float((ra > threshold).mean()), "frac_tilde": float((rt > threshold).mean())}
@@ -820,11 +849,20 @@ class ForceNet(torch.nn.Module):
         return f, s
 
 
+@functools.lru_cache(maxsize=None)
+def _pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ordered pairs ``(a, c)``, ``a != c``, of ``n`` atoms, row-major (read-only, cached)."""
+    a, c = np.nonzero(~np.eye(n, dtype=bool))  # (n (n - 1),) each
+    a.setflags(write=False)
+    c.setflags(write=False)
+    return a, c
+
+
 def _graph(molecules: Sequence[Molecule], xs: Sequence[np.ndarray]):
     zs, xx, ii, jj, bb, off = [], [], [], [], [], 0
     for b, (m, x) in enumerate(zip(molecules, xs)):
         n = m.n_atoms
-        a, c = np.nonzero(~np.eye(n, dtype=bool))
+        a, c = _pairs(n)
         ii.append(a + off)
         jj.append(c + off)
         zs.append(m.z)
@@ -934,7 +972,7 @@ def pretrain_denoise(molecules: Sequence[Molecule], scheme: NoiseScheme, *, step
         idx = batch_rng.choice(len(mols), size=min(batch_size, len(mols)), replace=False)
         bm, xt, ep = [], [], []
         for k in idx:
-            _, x_t, eps = scheme.sample(mols[k], scales[k], random_state=noise_rng)
+            _, x_t, eps = scheme._sample(mols[k], scales[k], noise_rng)
             bm.append(mols[k])
             xt.append(x_t)
             ep.append(eps)
