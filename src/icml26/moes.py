@@ -840,12 +840,21 @@ class ForceNet(torch.nn.Module):
             h = blk(h, rbf, fcut, i, j)
         return h, d_vec, d, rbf, fcut
 
-    def forward(self, z, x, i, j, batch, n_mol: int):
-        """Return ``(forces (n, 3), scalar per molecule (n_mol,))``."""
+    def forward(self, z, x, i, j, batch, n_mol: int, heads: str = "both"):
+        """Return ``(forces (n, 3), scalar per molecule (n_mol,))``.
+
+        ``heads="forces"`` or ``"scalar"`` computes only that head and returns ``None`` for
+        the other (a loss on one head gives the other no gradient, so training is the same).
+        """
+        if heads not in ("both", "forces", "scalar"):
+            raise ValueError(f"heads={heads!r} is not valid; use 'both', 'forces' or 'scalar'")
         h, d_vec, d, rbf, fcut = self.encode(z, x, i, j)
-        phi = self.force_mlp(torch.cat([h.index_select(0, i) * h.index_select(0, j), rbf], dim=1)).squeeze(1) * fcut  # (E,)
-        f = torch.zeros_like(x).index_add_(0, i, phi[:, None] * d_vec / d[:, None])
-        s = torch.zeros(n_mol, dtype=x.dtype).index_add_(0, batch, self.head(h).squeeze(1))
+        f = s = None
+        if heads != "scalar":
+            phi = self.force_mlp(torch.cat([h.index_select(0, i) * h.index_select(0, j), rbf], dim=1)).squeeze(1) * fcut  # (E,)
+            f = torch.zeros_like(x).index_add_(0, i, phi[:, None] * d_vec / d[:, None])  # (n, 3)
+        if heads != "forces":
+            s = torch.zeros(n_mol, dtype=x.dtype).index_add_(0, batch, self.head(h).squeeze(1))  # (n_mol,)
         return f, s
 
 
@@ -978,7 +987,7 @@ def pretrain_denoise(molecules: Sequence[Molecule], scheme: NoiseScheme, *, step
             ep.append(eps)
         z, x, i, j, b = _graph(bm, xt)
         target = torch.as_tensor(np.concatenate(ep), dtype=torch.float32)
-        f, _ = model(z, x, i, j, b, len(bm))
+        f, _ = model(z, x, i, j, b, len(bm), heads="forces")
         loss = ((f - target) ** 2).mean()
         opt.zero_grad()
         loss.backward()
@@ -1122,7 +1131,7 @@ def finetune_property(molecules: Sequence[Molecule], y: np.ndarray, *, init: For
         idx = rng.choice(len(mols), size=min(batch_size, len(mols)), replace=False)
         xs = [mols[k].x0 + (tau * rng.standard_normal(mols[k].x0.shape) if tau > 0 else 0.0) for k in idx]
         z, x, i, j, b = _graph([mols[k] for k in idx], xs)
-        _, s = model(z, x, i, j, b, len(idx))
+        _, s = model(z, x, i, j, b, len(idx), heads="scalar")
         loss = ((s - yt[idx]) ** 2).mean()
         opt.zero_grad()
         loss.backward()
