@@ -456,20 +456,21 @@ def _cross(a: np.ndarray, p: np.ndarray) -> np.ndarray:
     The same products and differences in the same order as ``np.cross(a, p)`` (so the same
     bits), without its axis handling, which costs more than the arithmetic for a few atoms.
     """
-    out = np.empty_like(p)  # (n, 3)
-    np.subtract(a[1] * p[:, 2], a[2] * p[:, 1], out=out[:, 0])
-    np.subtract(a[2] * p[:, 0], a[0] * p[:, 2], out=out[:, 1])
-    np.subtract(a[0] * p[:, 1], a[1] * p[:, 0], out=out[:, 2])
-    return out
+    # columns: a1 p2 - a2 p1, a2 p0 - a0 p2, a0 p1 - a1 p0 (products commute exactly)
+    return a[_ROT1] * p[:, _ROT2] - a[_ROT2] * p[:, _ROT1]  # (n, 3)
+
+
+_ROT1, _ROT2 = np.array([1, 2, 0]), np.array([2, 0, 1])
 
 
 def _rotate_about(x: np.ndarray, j: int, k: int, side: np.ndarray, angle: float) -> None:
-    axis = x[k] - x[j]
-    axis = axis / np.linalg.norm(axis)
-    p = x[side] - x[k]
+    xk = x[k]  # a view; the right-hand side below is computed before x[side] is written
+    axis = xk - x[j]
+    axis = axis / math.sqrt(axis.dot(axis))  # what np.linalg.norm computes for a vector
+    p = x[side] - xk
     c, s = math.cos(angle), math.sin(angle)
     # Rodrigues' rotation of the side about the bond axis through x[k]
-    x[side] = x[k] + p * c + _cross(axis, p) * s + np.outer(p @ axis, axis) * (1 - c)
+    x[side] = xk + p * c + _cross(axis, p) * s + (p @ axis)[:, None] * axis * (1 - c)
 
 
 def _apply_torsions(molecule: Molecule, x: np.ndarray, angles: np.ndarray) -> np.ndarray:
