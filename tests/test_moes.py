@@ -1,5 +1,7 @@
 """Oracle tests of icml26.moes: MMFF forces, torsion noise, the sentinel's bisection, equivariance."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -286,3 +288,21 @@ def test_gather_by_index_select_equals_advanced_indexing_with_its_gradient():
     g1, h.grad = h.grad.clone(), None
     (h.index_select(0, idx) * w).sum().backward()
     assert torch.equal(g1, h.grad)
+
+
+def test_torsions_match_the_numpy_rodrigues_form_bit_for_bit(mols):
+    def old_apply(m, x, angles):  # the form before issue 26: np.cross, np.linalg.norm, np.outer
+        x = x.copy()
+        for (j, k, side), a in zip(m.torsions, angles):
+            axis = x[k] - x[j]
+            axis = axis / np.linalg.norm(axis)
+            p = x[side] - x[k]
+            c, s = math.cos(float(a)), math.sin(float(a))
+            x[side] = x[k] + p * c + np.cross(axis, p) * s + np.outer(p @ axis, axis) * (1 - c)
+        return x
+
+    rng = np.random.default_rng(5)
+    for m in mols:
+        for _ in range(3):
+            angles = 1.5 * rng.standard_normal(len(m.torsions))
+            assert np.array_equal(moes.apply_torsions(m, m.x0, angles), old_apply(m, m.x0, angles)), m.name
