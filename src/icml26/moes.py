@@ -859,7 +859,7 @@ class ForceNet(torch.nn.Module):
         return f, s
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
     """The ordered pairs ``(a, c)``, ``a != c``, of ``n`` atoms, row-major (read-only, cached)."""
     a, c = np.nonzero(~np.eye(n, dtype=bool))  # (n (n - 1),) each
