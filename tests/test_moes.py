@@ -1,5 +1,7 @@
 """Oracle tests of icml26.moes: MMFF forces, torsion noise, the sentinel's bisection, equivariance."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -221,3 +223,86 @@ def test_denoising_learns_the_force_of_a_harmonic_well():
     # the closed form: -output = -(x - x0)/tau = F/tau, so the least-squares scale c is tau itself
     assert got["scale"] == pytest.approx(scheme.tau, rel=0.3), got
     assert abs(moes.force_metrics(untrained, true)["cosine"]) < 0.5
+
+
+# ---------------------------------------------------------------- fast paths (issue 26) against the forms they replace
+def test_cross_matches_numpy_bit_for_bit():
+    rng = np.random.default_rng(4)
+    for n in (1, 3, 17):
+        a, p = rng.standard_normal(3), rng.standard_normal((n, 3))
+        assert np.array_equal(moes._cross(a, p), np.cross(a, p))
+
+
+def test_unchecked_sample_matches_the_checked_one(mols):
+    for kind, scale in (("coord", 0.0), ("frad", 0.7), ("frad", 0.0), ("sentinel", 1.3)):
+        sc = moes.NoiseScheme(kind, tau=0.05, torsion_scale=scale)
+        for m in mols:
+            r1, r2 = np.random.default_rng(9), np.random.default_rng(9)
+            for _ in range(3):
+                a, b = sc.sample(m, scale, random_state=r1), sc._sample(m, scale, r2)
+                assert all(np.array_equal(u, v) for u, v in zip(a, b)), (kind, m.name)
+            assert r1.random() == r2.random()  # the same number of draws
+
+
+def test_cached_pairs_are_the_off_diagonal_pairs():
+    for n in (1, 2, 5):
+        a, c = moes._pairs(n)
+        ea, ec = np.nonzero(~np.eye(n, dtype=bool))
+        assert np.array_equal(a, ea) and np.array_equal(c, ec) and not a.flags.writeable
+
+
+def test_one_head_forward_equals_that_head_of_both(mols):
+    net = moes.ForceNet(channels=8, layers=2, n_rbf=6, random_state=2)
+    z, x, i, j, b = moes._graph(mols, [m.x0 for m in mols])
+    f, s = net(z, x, i, j, b, len(mols))
+    f1, s1 = net(z, x, i, j, b, len(mols), heads="forces")
+    f2, s2 = net(z, x, i, j, b, len(mols), heads="scalar")
+    assert s1 is None and f2 is None and torch.equal(f, f1) and torch.equal(s, s2)
+    with pytest.raises(ValueError, match="heads"):
+        net(z, x, i, j, b, len(mols), heads="energy")
+
+
+def test_one_head_training_step_equals_the_full_forward(mols):
+    # a loss on one head gives the other no gradient: the same parameter update bit for bit
+    z, x, i, j, b = moes._graph(mols, [m.x0 + 0.01 for m in mols])
+    for heads in ("forces", "scalar"):
+        nets = [moes.ForceNet(channels=8, layers=2, n_rbf=6, random_state=3) for _ in range(2)]
+        for net, h in zip(nets, ("both", heads)):
+            opt = torch.optim.Adam(net.parameters(), lr=1e-2, foreach=True)
+            for _ in range(3):
+                f, s = net(z, x, i, j, b, len(mols), heads=h)
+                loss = (f**2).mean() if heads == "forces" else (s**2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        for p, q in zip(nets[0].parameters(), nets[1].parameters()):
+            assert torch.equal(p, q)
+
+
+def test_gather_by_index_select_equals_advanced_indexing_with_its_gradient():
+    g = torch.Generator().manual_seed(0)
+    h = torch.randn(7, 5, generator=g, requires_grad=True)
+    idx = torch.randint(0, 7, (40,), generator=g)
+    w = torch.randn(40, 5, generator=g)
+    (h[idx] * w).sum().backward()
+    g1, h.grad = h.grad.clone(), None
+    (h.index_select(0, idx) * w).sum().backward()
+    assert torch.equal(g1, h.grad)
+
+
+def test_torsions_match_the_numpy_rodrigues_form_bit_for_bit(mols):
+    def old_apply(m, x, angles):  # the form before issue 26: np.cross, np.linalg.norm, np.outer
+        x = x.copy()
+        for (j, k, side), a in zip(m.torsions, angles):
+            axis = x[k] - x[j]
+            axis = axis / np.linalg.norm(axis)
+            p = x[side] - x[k]
+            c, s = math.cos(float(a)), math.sin(float(a))
+            x[side] = x[k] + p * c + np.cross(axis, p) * s + np.outer(p @ axis, axis) * (1 - c)
+        return x
+
+    rng = np.random.default_rng(5)
+    for m in mols:
+        for _ in range(3):
+            angles = 1.5 * rng.standard_normal(len(m.torsions))
+            assert np.array_equal(moes.apply_torsions(m, m.x0, angles), old_apply(m, m.x0, angles)), m.name

@@ -32,6 +32,7 @@ References
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from collections.abc import Sequence
@@ -449,13 +450,35 @@ mmff_forces.__doc__ += _REF
 
 
 # --------------------------------------------------------------------------- noise
+def _cross(a: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """:math:`a \\times p_r` for every row of ``p`` (a (3,), p (n, 3)), with :func:`numpy.cross`'s arithmetic.
+
+    The same products and differences in the same order as ``np.cross(a, p)`` (so the same
+    bits), without its axis handling, which costs more than the arithmetic for a few atoms.
+    """
+    # columns: a1 p2 - a2 p1, a2 p0 - a0 p2, a0 p1 - a1 p0 (products commute exactly)
+    return a[_ROT1] * p[:, _ROT2] - a[_ROT2] * p[:, _ROT1]  # (n, 3)
+
+
+_ROT1, _ROT2 = np.array([1, 2, 0]), np.array([2, 0, 1])
+
+
 def _rotate_about(x: np.ndarray, j: int, k: int, side: np.ndarray, angle: float) -> None:
-    axis = x[k] - x[j]
-    axis = axis / np.linalg.norm(axis)
-    p = x[side] - x[k]
+    xk = x[k]  # a view; the right-hand side below is computed before x[side] is written
+    axis = xk - x[j]
+    axis = axis / math.sqrt(axis.dot(axis))  # what np.linalg.norm computes for a vector
+    p = x[side] - xk
     c, s = math.cos(angle), math.sin(angle)
     # Rodrigues' rotation of the side about the bond axis through x[k]
-    x[side] = x[k] + p * c + np.cross(axis, p) * s + np.outer(p @ axis, axis) * (1 - c)
+    x[side] = xk + p * c + _cross(axis, p) * s + (p @ axis)[:, None] * axis * (1 - c)
+
+
+def _apply_torsions(molecule: Molecule, x: np.ndarray, angles: np.ndarray) -> np.ndarray:
+    """:func:`apply_torsions` without its checks (for inner loops whose inputs are already checked)."""
+    x = x.copy()  # (n, 3)
+    for (j, k, side), a in zip(molecule.torsions, angles):
+        _rotate_about(x, j, k, side, float(a))
+    return x
 
 
 def apply_torsions(molecule: Molecule, x: np.ndarray, angles: np.ndarray) -> np.ndarray:
@@ -482,9 +505,7 @@ def apply_torsions(molecule: Molecule, x: np.ndarray, angles: np.ndarray) -> np.
         raise ValueError(f"angles has {angles.size} entries; molecule {molecule.name!r} has {len(molecule.torsions)} rotatable bonds")
     if not np.all(np.isfinite(angles)):
         raise ValueError("angles holds NaN or infinite values")
-    for (j, k, side), a in zip(molecule.torsions, angles):
-        _rotate_about(x, j, k, side, float(a))
-    return x
+    return _apply_torsions(molecule, x, angles)
 
 
 apply_torsions.__doc__ += _REF
@@ -607,7 +628,7 @@ def sentinel_scale(molecule: Molecule, target: float, *, s_max: float = 2.0, n_s
     def f(s: float) -> float:
         nonlocal n_eval
         n_eval += n_samples
-        rises = [molecule.ff.CalcEnergy(apply_torsions(molecule, molecule.x0, s * z).ravel().tolist()) - molecule.e0 for z in zs]
+        rises = [molecule.ff.CalcEnergy(_apply_torsions(molecule, molecule.x0, s * z).ravel().tolist()) - molecule.e0 for z in zs]
         return float(np.median(rises))
 
     hi_val = f(s_max)
@@ -688,6 +709,15 @@ class NoiseScheme:
         x_t, eps = coordinate_noise(x_a, self.tau, random_state=rng)
         return x_a, x_t, eps
 
+    def _sample(self, molecule: Molecule, scale: float, rng: np.random.Generator):
+        """:meth:`sample` without its checks: the same draws from ``rng`` and the same arithmetic."""
+        if self.kind == "coord" or scale == 0:
+            x_a = molecule.x0.copy()
+        else:
+            x_a = _apply_torsions(molecule, molecule.x0, float(scale) * rng.standard_normal(len(molecule.torsions)))
+        eps = rng.standard_normal(x_a.shape)  # (n, 3)
+        return x_a, x_a + self.tau * eps, eps
+
 
 def high_energy_fraction(molecules: Sequence[Molecule], scheme: NoiseScheme, scales: np.ndarray, *, n_samples: int = 16,
                          threshold: float = 10.0, random_state: RandomState = None) -> dict[str, np.ndarray]:
@@ -725,7 +755,7 @@ def high_energy_fraction(molecules: Sequence[Molecule], scheme: NoiseScheme, sca
     rt = np.zeros((len(mols), n_samples))
     for i, (m, s) in enumerate(zip(mols, scales)):
         for k in range(n_samples):
-            x_a, x_t, _ = scheme.sample(m, s, random_state=rng)
+            x_a, x_t, _ = scheme._sample(m, s, rng)
             ra[i, k] = m.ff.CalcEnergy(x_a.ravel().tolist()) - m.e0
             rt[i, k] = m.ff.CalcEnergy(x_t.ravel().tolist()) - m.e0
     return {"rise_a": ra, "rise_tilde": rt, "frac_a": float((ra > threshold).mean()), "frac_tilde": float((rt > threshold).mean())}
@@ -750,7 +780,7 @@ class _Interaction(torch.nn.Module):
 
     def forward(self, h, rbf, fcut, i, j):
         w = self.filt2(_ssp(self.filt1(rbf))) * fcut[:, None]  # (E, c) continuous filter
-        m = torch.zeros_like(h).index_add_(0, i, self.lin_in(h)[j] * w)  # (n, c)
+        m = torch.zeros_like(h).index_add_(0, i, self.lin_in(h).index_select(0, j) * w)  # (n, c)
         return h + self.lin_out2(_ssp(self.lin_out1(m)))
 
 
@@ -802,7 +832,7 @@ class ForceNet(torch.nn.Module):
 
     def encode(self, z, x, i, j):
         """Atom features and pair geometry for atoms ``z`` at ``x`` with pairs ``(i, j)``."""
-        d_vec = x[i] - x[j]  # (E, 3)
+        d_vec = x.index_select(0, i) - x.index_select(0, j)  # (E, 3)
         d = d_vec.norm(dim=1).clamp_min(1e-6)
         rbf = torch.exp(-self.gamma * (d[:, None] - self.centers) ** 2)
         fcut = 0.5 * (torch.cos(math.pi * d / self.cutoff) + 1.0) * (d < self.cutoff)
@@ -811,20 +841,38 @@ class ForceNet(torch.nn.Module):
             h = blk(h, rbf, fcut, i, j)
         return h, d_vec, d, rbf, fcut
 
-    def forward(self, z, x, i, j, batch, n_mol: int):
-        """Return ``(forces (n, 3), scalar per molecule (n_mol,))``."""
+    def forward(self, z, x, i, j, batch, n_mol: int, heads: str = "both"):
+        """Return ``(forces (n, 3), scalar per molecule (n_mol,))``.
+
+        ``heads="forces"`` or ``"scalar"`` computes only that head and returns ``None`` for
+        the other (a loss on one head gives the other no gradient, so training is the same).
+        """
+        if heads not in ("both", "forces", "scalar"):
+            raise ValueError(f"heads={heads!r} is not valid; use 'both', 'forces' or 'scalar'")
         h, d_vec, d, rbf, fcut = self.encode(z, x, i, j)
-        phi = self.force_mlp(torch.cat([h[i] * h[j], rbf], dim=1)).squeeze(1) * fcut  # (E,)
-        f = torch.zeros_like(x).index_add_(0, i, phi[:, None] * d_vec / d[:, None])
-        s = torch.zeros(n_mol, dtype=x.dtype).index_add_(0, batch, self.head(h).squeeze(1))
+        f = s = None
+        if heads != "scalar":
+            phi = self.force_mlp(torch.cat([h.index_select(0, i) * h.index_select(0, j), rbf], dim=1)).squeeze(1) * fcut  # (E,)
+            f = torch.zeros_like(x).index_add_(0, i, phi[:, None] * d_vec / d[:, None])  # (n, 3)
+        if heads != "forces":
+            s = torch.zeros(n_mol, dtype=x.dtype).index_add_(0, batch, self.head(h).squeeze(1))  # (n_mol,)
         return f, s
+
+
+@functools.cache
+def _pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ordered pairs ``(a, c)``, ``a != c``, of ``n`` atoms, row-major (read-only, cached)."""
+    a, c = np.nonzero(~np.eye(n, dtype=bool))  # (n (n - 1),) each
+    a.setflags(write=False)
+    c.setflags(write=False)
+    return a, c
 
 
 def _graph(molecules: Sequence[Molecule], xs: Sequence[np.ndarray]):
     zs, xx, ii, jj, bb, off = [], [], [], [], [], 0
     for b, (m, x) in enumerate(zip(molecules, xs)):
         n = m.n_atoms
-        a, c = np.nonzero(~np.eye(n, dtype=bool))
+        a, c = _pairs(n)
         ii.append(a + off)
         jj.append(c + off)
         zs.append(m.z)
@@ -918,7 +966,7 @@ def pretrain_denoise(molecules: Sequence[Molecule], scheme: NoiseScheme, *, step
     lr = check_real(lr, "lr", lo=0, lo_open=True)
     seed = seed_from(random_state)
     model = ForceNet(**(model_kw or {}), random_state=seed)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    opt = torch.optim.Adam(model.parameters(), lr=lr, foreach=True)
     batch_rng = np.random.default_rng([seed, 1])
     noise_rng = np.random.default_rng([seed, 2, SCHEMES.index(scheme.kind)])
     sent_rng = np.random.default_rng([seed, 3])
@@ -934,13 +982,13 @@ def pretrain_denoise(molecules: Sequence[Molecule], scheme: NoiseScheme, *, step
         idx = batch_rng.choice(len(mols), size=min(batch_size, len(mols)), replace=False)
         bm, xt, ep = [], [], []
         for k in idx:
-            _, x_t, eps = scheme.sample(mols[k], scales[k], random_state=noise_rng)
+            _, x_t, eps = scheme._sample(mols[k], scales[k], noise_rng)
             bm.append(mols[k])
             xt.append(x_t)
             ep.append(eps)
         z, x, i, j, b = _graph(bm, xt)
         target = torch.as_tensor(np.concatenate(ep), dtype=torch.float32)
-        f, _ = model(z, x, i, j, b, len(bm))
+        f, _ = model(z, x, i, j, b, len(bm), heads="forces")
         loss = ((f - target) ** 2).mean()
         opt.zero_grad()
         loss.backward()
@@ -1078,13 +1126,13 @@ def finetune_property(molecules: Sequence[Molecule], y: np.ndarray, *, init: For
             torch.random.set_rng_state(gen)
     mu, sd = float(y.mean()), float(y.std()) or 1.0
     yt = torch.as_tensor((y - mu) / sd, dtype=torch.float32)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    opt = torch.optim.Adam(model.parameters(), lr=lr, foreach=True)
     rng = np.random.default_rng([seed, 7])
     for _ in range(steps):
         idx = rng.choice(len(mols), size=min(batch_size, len(mols)), replace=False)
         xs = [mols[k].x0 + (tau * rng.standard_normal(mols[k].x0.shape) if tau > 0 else 0.0) for k in idx]
         z, x, i, j, b = _graph([mols[k] for k in idx], xs)
-        _, s = model(z, x, i, j, b, len(idx))
+        _, s = model(z, x, i, j, b, len(idx), heads="scalar")
         loss = ((s - yt[idx]) ** 2).mean()
         opt.zero_grad()
         loss.backward()
