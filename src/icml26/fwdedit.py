@@ -423,24 +423,27 @@ def optimise_anchor(model, tok, request, layer: int, cfg: EditConfig, random_sta
     ----------
     Meng et al. (2022), ROME ``compute_v``; Liu et al. (2026), FE ``compute_z``.
     """
-    zs, h = optimise_anchors(model, tok, request, layer, cfg, [cfg.clamp])
-    return zs[cfg.clamp], h
+    zs, hs = optimise_anchors(model, tok, [request], layer, cfg, [cfg.clamp])
+    return zs[0][cfg.clamp], hs[0]
 
 
-def optimise_anchors(model, tok, request, layer: int, cfg: EditConfig,
-                     clamps: Sequence[float]) -> tuple[dict[float, torch.Tensor], torch.Tensor]:
-    """:func:`optimise_anchor` for several clamps at once, sharing the common start of the runs.
+def optimise_anchors(model, tok, requests, layer: int, cfg: EditConfig,
+                     clamps: Sequence[float]) -> tuple[list[dict[float, torch.Tensor]], list[torch.Tensor]]:
+    """:func:`optimise_anchor` for several requests and clamps at once.
 
-    The Adam runs of two clamps ``c < c'`` are the same run until the first update after
-    which ``‖δ‖ > c ‖h‖`` (before it neither clamp acts), so one run is kept for every group
-    of clamps that has not yet acted and it splits, copying ``δ`` and Adam's state, when a
-    clamp acts. Each anchor is bit for bit :func:`optimise_anchor`'s with ``cfg.clamp = c``;
-    the work is one run per clamp only where every clamp acts at the first update.
+    Two pieces of work are shared, neither changing a number. (1) The Adam runs of two
+    clamps ``c < c'`` are the same run until the first update after which ``‖δ‖ > c ‖h‖``
+    (before it neither clamp acts), so one run is kept for every group of clamps that has
+    not acted yet, and it splits, copying ``δ`` and Adam's state, when a clamp acts.
+    (2) The runs of every request and clamp group advance together: each step is one
+    forward and one backward pass of a batch holding every live run's prompts, each run
+    with its own ``δ`` and its own Adam; a run stops on its own loss. Each anchor is bit for
+    bit :func:`optimise_anchor`'s with ``cfg.clamp = c`` (tests/test_fwdedit.py checks it).
 
     Parameters
     ----------
     model, tok : causal LM and tokenizer
-    request : dict
+    requests : list of dict (or objects with a ``request`` dict)
         ``prompt`` (with ``"{}"``), ``subject``, ``target_new``.
     layer : int
         Anchor layer.
@@ -451,10 +454,10 @@ def optimise_anchors(model, tok, request, layer: int, cfg: EditConfig,
 
     Returns
     -------
-    zs : dict float -> torch.Tensor, shape (d,)
-        The anchor ``h + δ_c`` of each clamp.
-    h : torch.Tensor, shape (d,)
-        The unedited hidden state at the last subject token of the bare prompt.
+    zs : list of dict float -> torch.Tensor, shape (d,)
+        For each request, the anchor ``h + δ_c`` of each clamp.
+    hs : list of torch.Tensor, shape (d,)
+        For each request, the unedited hidden state at the last subject token of the bare prompt.
 
     References
     ----------
@@ -463,67 +466,85 @@ def optimise_anchors(model, tok, request, layer: int, cfg: EditConfig,
     if isinstance(clamps, (str, bytes)) or not len(clamps):
         raise ValueError(f"clamps={clamps!r} must be a non-empty sequence of numbers")
     clamps = sorted({check_real(c, "an entry of clamps", lo=0.0, lo_open=True) for c in clamps})
-    r = _requests([request])[0]
+    reqs = _requests(requests)
     layer = _check_layers(model, [layer])[0]
     block = _blocks(model)[layer]
-    tgt = _target_id(tok, r["target_new"])
-    seqs, spos = _contexts(tok, r, cfg.prefixes)
-    last = [len(s) - 1 for s in seqs]
-    ess_ids, ess_pos = _prompt_ids(tok, cfg.essence.format(r["subject"]), r["subject"])
-    allseqs, allpos = seqs + [ess_ids], spos + [ess_pos]
-    ids, mask = _batch(tok, allseqs)
-    rows, cols = torch.arange(len(allseqs)), torch.tensor(allpos)
-    lrows, lcols = torch.arange(len(seqs)), torch.tensor(last)
+    prep = []  # per request: (seqs incl. essence, positions, last tokens, essence length, target id)
+    for r in reqs:
+        tgt = _target_id(tok, r["target_new"])
+        seqs, spos = _contexts(tok, r, cfg.prefixes)
+        ess_ids, ess_pos = _prompt_ids(tok, cfg.essence.format(r["subject"]), r["subject"])
+        prep.append((seqs + [ess_ids], spos + [ess_pos], [len(q) - 1 for q in seqs], len(ess_ids), tgt))
+    hs, p0s = [], []
     with torch.no_grad():
-        logits0, (h0,) = _run(model, tok, allseqs, allpos, [(block, "output", None, None)], batch=(ids, mask))
-        p0 = torch.log_softmax(logits0[-1, len(ess_ids) - 1], -1)  # (V,)
-    h = h0[0].detach()  # (d,) bare prompt
-    hn = float(h.norm())
-    delta = torch.zeros_like(h, requires_grad=True)
-    # runs to finish: (clamps still sharing this run, δ, its Adam, first step)
-    todo = [(clamps, delta, torch.optim.Adam([delta], lr=cfg.lr), 0)]
-    zs = {}
+        seqs = [q for pr in prep for q in pr[0]]
+        logits0, (h0,) = _run(model, tok, seqs, [q for pr in prep for q in pr[1]], [(block, "output", None, None)])
+        o = 0
+        for pr in prep:
+            p0s.append(torch.log_softmax(logits0[o + len(pr[0]) - 1, pr[3] - 1], -1))  # (V,)
+            hs.append(h0[o].detach())  # (d,) bare prompt
+            o += len(pr[0])
+    hns = [float(h.norm()) for h in hs]
+    zs = [{} for _ in reqs]
+    # live runs: [request, clamps still sharing this run, δ, its Adam]
+    runs = []
+    for j, h in enumerate(hs):
+        delta = torch.zeros_like(h, requires_grad=True)
+        runs.append((j, clamps, delta, torch.optim.Adam([delta], lr=cfg.lr)))
     for p in model.parameters():
         p.requires_grad_(False)
     try:
-        while todo:
-            group, delta, opt, start = todo.pop()
-            for it in range(start, cfg.steps):
-                logits, _ = _run(model, tok, allseqs, allpos, [(block, "output", delta.expand(len(allseqs), -1), None)],
-                                 batch=(ids, mask), index=(rows, cols))
-                lp = torch.log_softmax(logits[lrows, lcols], -1)  # (P, V)
+        for it in range(cfg.steps):
+            if not runs:
+                break
+            seqs = [q for j, *_ in runs for q in prep[j][0]]
+            pos = [q for j, *_ in runs for q in prep[j][1]]
+            add = torch.cat([delta.expand(len(prep[j][0]), -1) for j, _, delta, _ in runs])  # (rows, d)
+            logits, _ = _run(model, tok, seqs, pos, [(block, "output", add, None)])
+            live, losses, o = [], [], 0
+            for run in runs:
+                j, group, delta, opt = run
+                pseqs, _, last, n_ess, tgt = prep[j]
+                lg = logits[o:o + len(pseqs)]
+                o += len(pseqs)
+                lp = torch.log_softmax(lg[torch.arange(len(last)), torch.tensor(last)], -1)  # (P, V)
                 nll = -lp[:, tgt].mean()
-                pe = torch.log_softmax(logits[-1, len(ess_ids) - 1], -1)
-                kl = torch.sum(pe.exp() * (pe - p0))  # KL(P_delta || P_0), as MEMIT's compute_z
-                loss = nll + cfg.kl_weight * kl + cfg.weight_decay * delta.norm() / hn**2
-                if float(loss.detach()) < 0.05:  # MEMIT stops on the total loss
-                    break
-                if it == cfg.steps - 1:  # MEMIT's compute_z: the last pass only evaluates, so steps - 1 updates
-                    break
+                pe = torch.log_softmax(lg[-1, n_ess - 1], -1)
+                kl = torch.sum(pe.exp() * (pe - p0s[j]))  # KL(P_delta || P_0), as MEMIT's compute_z
+                loss = nll + cfg.kl_weight * kl + cfg.weight_decay * delta.norm() / hns[j] ** 2
+                # MEMIT stops on the total loss; its compute_z's last pass only evaluates (steps - 1 updates)
+                if float(loss.detach()) < 0.05 or it == cfg.steps - 1:
+                    for c in group:
+                        zs[j][c] = (hs[j] + delta).detach()
+                    continue
+                live.append(run)
+                losses.append(loss)
+            if not live:
+                break
+            for _, _, _, opt in live:
                 opt.zero_grad()
-                loss.backward()
+            torch.stack(losses).sum().backward()  # each run's δ gets its own loss's gradient
+            runs = []
+            for j, group, delta, opt in live:
                 opt.step()
                 with torch.no_grad():
                     keep = []
                     for c in group:
-                        lim = c * hn
+                        lim = c * hns[j]
                         if delta.norm() > lim:  # this clamp acts: its run leaves the group
                             d_c = delta.detach().clone().requires_grad_(True)
                             opt_c = torch.optim.Adam([d_c], lr=cfg.lr)
                             opt_c.state[d_c] = {k: v.clone() for k, v in opt.state[delta].items()}
                             d_c.mul_(lim / d_c.norm())
-                            todo.append(([c], d_c, opt_c, it + 1))
+                            runs.append((j, [c], d_c, opt_c))
                         else:
                             keep.append(c)
-                    group = keep
-                if not group:
-                    break
-            for c in group:
-                zs[c] = (h + delta).detach()
+                if keep:
+                    runs.append((j, keep, delta, opt))
     finally:
         for p in model.parameters():
             p.requires_grad_(True)
-    return zs, h
+    return zs, hs
 
 
 def _keys_and_hidden(model, tok, r, layer, prefixes, read_layer):
@@ -1073,11 +1094,19 @@ def _prefill_anchors(model, tok, cases, layer, cfg, clamps, cache) -> None:
     """Put the anchors of every case at ``layer`` for every clamp into ``cache`` (those not there yet)."""
     import dataclasses
 
+    todo = []
     for r in _requests(cases):
         missing = [float(c) for c in clamps
                    if _anchor_key(model, r, layer, dataclasses.replace(cfg, clamp=float(c))) not in cache]
         if not missing:
             continue
-        zs, _ = optimise_anchors(model, tok, r, layer, cfg, missing)
-        for c in missing:
-            cache[_anchor_key(model, r, layer, dataclasses.replace(cfg, clamp=c))] = zs[c]
+        todo.append((r, missing))
+    if not todo:
+        return
+    # requests missing the same clamps go through one batched optimisation
+    for missing in sorted({tuple(m) for _, m in todo}):
+        rs = [r for r, m in todo if tuple(m) == missing]
+        zs, _ = optimise_anchors(model, tok, rs, layer, cfg, missing)
+        for r, z in zip(rs, zs):
+            for c in missing:
+                cache[_anchor_key(model, r, layer, dataclasses.replace(cfg, clamp=c))] = z[c]
