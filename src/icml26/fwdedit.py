@@ -1068,8 +1068,7 @@ def tune_and_test(model, tok, val_cases, test_cases, layers, covs, cfg: EditConf
         for lam in lams:
             for c in clamps:
                 c_cfg = dataclasses.replace(cfg, lam=float(lam), clamp=float(c))
-                res = edit(model, tok, val_cases, layers, m, c_cfg, covs, anchor_cache=anchor_cache)
-                met = _metrics(res.model, tok, val_cases, lb_val)
+                met = _edit_and_score(model, tok, val_cases, layers, m, c_cfg, covs, anchor_cache, lb_val)[0]
                 terms = [met["efficacy"], met["validation"], met["neighbourhood_acc"]]
                 if selection == "with_kl":
                     terms.append(np.exp(-met["neighbourhood_kl"]))
@@ -1083,11 +1082,32 @@ def tune_and_test(model, tok, val_cases, test_cases, layers, covs, cfg: EditConf
     rows = []
     for m in methods:
         c_cfg = dataclasses.replace(cfg, lam=best[m][1], clamp=best[m][2])
-        res = edit(model, tok, test_cases, layers, m, c_cfg, covs, anchor_cache=anchor_cache)
-        met = _metrics(res.model, tok, test_cases, lb_test)
+        met, residual, edit_cos = _edit_and_score(model, tok, test_cases, layers, m, c_cfg, covs, anchor_cache, lb_test)
         rows.append(dict(method=m, lam=best[m][1], clamp=best[m][2], score=best[m][0], **met,
-                         residual=res.residual.mean(0).tolist(), edit_cosine=res.edit_cosine.mean(0).tolist()))
+                         residual=residual.mean(0).tolist(), edit_cosine=edit_cos.mean(0).tolist()))
     return rows
+
+
+def _edit_and_score(model, tok, cases, layers, method, cfg, covs, cache, lb):
+    """:func:`edit` then :func:`_metrics`; (metrics, residual, edit_cosine), memoised in ``cache``.
+
+    The key holds everything the edit depends on (the unedited model, the cases, the layers,
+    the method, every setting, the covariances); the entry keeps the covariances it was
+    computed with, so that their ids stay theirs while it lives. A second selection rule
+    over the same grid (``tune_and_test(selection="without_kl")``) then edits nothing twice.
+    """
+    edited_layers = layers[-1:] if method == "onelayer" else layers
+    key = ("edit-metrics", id(model), method, tuple(layers), cfg.lam, cfg.clamp, cfg.steps, cfg.lr, cfg.kl_weight,
+           cfg.weight_decay, cfg.prefixes, cfg.essence, tuple(id(covs[l]) for l in edited_layers if l in covs),
+           repr([(sorted(_requests([c])[0].items()), tuple(getattr(c, "paraphrase_prompts", ())),
+                  tuple(getattr(c, "validation_prompts", ())), tuple(c.neighbourhood_prompts),
+                  tuple(c.neighbourhood_targets)) for c in cases]))
+    if key in cache:
+        return cache[key][0]
+    res = edit(model, tok, cases, layers, method, cfg, covs, anchor_cache=cache)
+    value = (_metrics(res.model, tok, cases, lb), res.residual, res.edit_cosine)
+    cache[key] = (value, [covs[l] for l in edited_layers if l in covs])
+    return value
 
 
 def _prefill_anchors(model, tok, cases, layer, cfg, clamps, cache) -> None:
