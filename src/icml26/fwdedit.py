@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+from scipy.linalg import lapack as _lapack
 
 from icml26._common import RandomState, check_int, check_real, torch_generator
 
@@ -239,7 +240,9 @@ def layer_update(keys: torch.Tensor, residuals: torch.Tensor, cov: torch.Tensor,
     for name, t in (("keys", keys), ("residuals", residuals), ("cov", cov)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__} (use torch.as_tensor)")
-        if not torch.isfinite(t).all():
+        # a finite sum means every entry is finite (NaN and inf propagate); only an overflowing
+        # sum of finite entries needs the entry-wise check
+        if not bool(torch.isfinite(t.sum())) and not bool(torch.isfinite(t).all()):
             raise ValueError(f"{name} contain NaN or inf; layer_update needs finite {name}")
     if keys.ndim != 2 or residuals.ndim != 2 or keys.shape[0] != residuals.shape[0]:
         raise ValueError(f"keys {tuple(keys.shape)} and residuals {tuple(residuals.shape)} must be (n, d_k) and (n, d)")
@@ -247,14 +250,33 @@ def layer_update(keys: torch.Tensor, residuals: torch.Tensor, cov: torch.Tensor,
         raise ValueError(f"cov has shape {tuple(cov.shape)}, expected ({keys.shape[1]}, {keys.shape[1]})")
     lam = check_real(lam, "lam", lo=0.0)
     ridge = check_real(ridge, "ridge", lo=0.0)
-    K = keys.double().T  # (d_k, n)
-    R = residuals.double().T  # (d, n)
-    A = K @ K.T + lam * cov.double() + ridge * torch.eye(K.shape[0], dtype=torch.float64)  # (d_k, d_k)
     if lam == 0 and ridge == 0:
-        dW = R @ torch.linalg.pinv(K)  # minimum-norm exact solution of ΔW K = R
-    else:
-        dW = torch.linalg.solve(A, K @ R.T).T  # A symmetric: (A⁻¹ K Rᵀ)ᵀ = R Kᵀ A⁻¹
-    return dW.to(keys.dtype)
+        K, R = keys.double().T, residuals.double().T  # (d_k, n), (d, n)
+        return (R @ torch.linalg.pinv(K)).to(keys.dtype)  # minimum-norm exact solution of ΔW K = R
+    if keys.device.type != "cpu":  # on an accelerator: torch's Cholesky, general solve if not positive definite
+        K, R = keys.double().T, residuals.double().T
+        A = K @ K.T + lam * cov.double() + ridge * torch.eye(K.shape[0], dtype=torch.float64, device=K.device)
+        Lc, info = torch.linalg.cholesky_ex(A)
+        if int(info) == 0:
+            return torch.cholesky_solve(K @ R.T, Lc).T.to(keys.dtype)
+        return torch.linalg.solve(A, K @ R.T).T.to(keys.dtype)
+    k = keys.detach().double().numpy()  # (n, d_k)
+    r = residuals.detach().double().numpy()  # (n, d)
+    A = k.T @ k + lam * cov.detach().double().numpy()  # (d_k, d_k), symmetric positive (semi-)definite
+    if ridge:
+        A += ridge * np.eye(A.shape[0])
+    Bt = r.T @ k  # (d, d_k) = (K Rᵀ)ᵀ
+    # A is symmetric positive definite when λ C or α I is: a Cholesky solve (LAPACK potrf and
+    # potrs, the routines of scipy.linalg.solve(assume_a="pos")), half the work of an LU solve.
+    # The transposes are Fortran-ordered views, so LAPACK works in place, without copies:
+    # A = Aᵀ, and X = A⁻¹ K Rᵀ in Fortran order is ΔW = Xᵀ = R Kᵀ A⁻¹ in C order.
+    c, info = _lapack.dpotrf(A.T, lower=0, clean=0, overwrite_a=1)
+    if info == 0:
+        x, info = _lapack.dpotrs(c, Bt.T, lower=0, overwrite_b=1)
+    if info != 0:  # A not positive definite (an indefinite cov): the general (LU) solve
+        A = k.T @ k + lam * cov.detach().double().numpy() + ridge * np.eye(k.shape[1])
+        return torch.from_numpy(np.linalg.solve(A, k.T @ r).T.copy()).to(keys.dtype)  # (d, d_k)
+    return torch.from_numpy(x.T).to(keys.dtype)  # (d, d_k)
 
 
 def _apply(proj, dW: torch.Tensor) -> None:
