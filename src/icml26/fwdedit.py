@@ -497,6 +497,17 @@ def optimise_anchors(model, tok, requests, layer: int, cfg: EditConfig,
         seqs, spos = _contexts(tok, r, cfg.prefixes)
         ess_ids, ess_pos = _prompt_ids(tok, cfg.essence.format(r["subject"]), r["subject"])
         prep.append((seqs + [ess_ids], spos + [ess_pos], [len(q) - 1 for q in seqs], len(ess_ids), tgt))
+    # only requests whose prompts pad to the same length share a batch: a row padded further
+    # than in its own batch need not give the same last bits (tests/test_fwdedit.py)
+    width = [max(len(q) for q in pr[0]) for pr in prep]
+    if len(set(width)) > 1:
+        zs, hs = [None] * len(reqs), [None] * len(reqs)
+        for w in sorted(set(width)):
+            idx = [j for j in range(len(reqs)) if width[j] == w]
+            zg, hg = optimise_anchors(model, tok, [reqs[j] for j in idx], layer, cfg, clamps)
+            for j, z, h in zip(idx, zg, hg):
+                zs[j], hs[j] = z, h
+        return zs, hs
     hs, p0s = [], []
     with torch.no_grad():
         seqs = [q for pr in prep for q in pr[0]]
@@ -651,7 +662,9 @@ def edit(model, tok, requests, layers, method: str, cfg: EditConfig, covs: Mappi
         Memo of optimised anchors keyed by the unedited model, the request, the anchor
         layer and every setting but ``λ`` (which the anchor does not depend on); pass the
         same dict to several calls on the same model to optimise each anchor once. The
-        model must not be changed in place between calls.
+        model must not be changed in place between calls. It also keeps, under keys that
+        start with a tag string, what else does not depend on λ: FE's replayed targets and
+        the unedited model's hidden states of the residual.
 
     Returns
     -------
@@ -680,8 +693,8 @@ def edit(model, tok, requests, layers, method: str, cfg: EditConfig, covs: Mappi
     anchor_layer = layers[0] if method == "fe" else layers[-1]
     n, L = len(reqs), len(layers)
     zs = [_cached_anchor(model, tok, r, anchor_layer, cfg, anchor_cache) for r in reqs]
-    # every request in one forward pass (rows of a padded batch; each row's numbers are the
-    # same as alone: tests/test_fwdedit.py checks the batched editor against the loop)
+    # the requests' contexts go through the model together (tests/test_fwdedit.py checks the
+    # batched editor against the request-by-request loop, bit for bit)
     bare = _bare_batch(tok, reqs)
     if method == "fe":  # forward replay on the clean model, bare prompt
         targets = []
@@ -700,8 +713,13 @@ def edit(model, tok, requests, layers, method: str, cfg: EditConfig, covs: Mappi
             targets.append(anchor_cache[key])
     ctx = [_contexts(tok, r, cfg.prefixes) for r in reqs]
     per = 1 + len(cfg.prefixes)  # contexts per request: bare prompt, then the prefixed ones
-    cseqs, cpos = [q for c in ctx for q in c[0]], [q for c in ctx for q in c[1]]
-    cbatch, cindex = _batch(tok, cseqs), (torch.arange(len(cseqs)), torch.tensor(cpos))
+    # one batch per padded width (a request's contexts padded as in a batch of their own)
+    width = [max(len(q) for q in c[0]) for c in ctx]
+    groups = []
+    for w in sorted(set(width)):
+        idx = [j for j in range(n) if width[j] == w]
+        cseqs, cpos = [q for j in idx for q in ctx[j][0]], [q for j in idx for q in ctx[j][1]]
+        groups.append((idx, cseqs, cpos, _batch(tok, cseqs), (torch.arange(len(cseqs)), torch.tensor(cpos))))
     residual = np.zeros((n, L))
     edit_cos = np.zeros((n, L))
     z_last = torch.stack([t[-1] for t in targets] if method == "fe" else zs)  # (n, d)
@@ -709,16 +727,19 @@ def edit(model, tok, requests, layers, method: str, cfg: EditConfig, covs: Mappi
     for i, l in enumerate(layers):
         hL_before = hL_after  # the model has not changed since
         read = l if method == "fe" else layers[-1]
-        with torch.no_grad():
-            _, (k_all, h_all) = _run(edited, tok, cseqs, cpos, [(projs[l], "input", None, None),
-                                                                (blocks[read], "output", None, None)],
-                                     batch=cbatch, index=cindex)
+        kh = [None] * n
+        for idx, cseqs, cpos, cbatch, cindex in groups:
+            with torch.no_grad():
+                _, (k_all, h_all) = _run(edited, tok, cseqs, cpos, [(projs[l], "input", None, None),
+                                                                    (blocks[read], "output", None, None)],
+                                         batch=cbatch, index=cindex)
+            for g, j in enumerate(idx):
+                k = k_all[g * per:(g + 1) * per]  # (per, d_k)
+                # MEMIT's compute_ks: the bare prompt weighs 1/2 and the mean over the prefixed prompts 1/2
+                kh[j] = (k[0] if k.shape[0] == 1 else 0.5 * k[0] + 0.5 * k[1:].mean(0), h_all[g * per])
         K, R = [], []
         for j in range(n):
-            k = k_all[j * per:(j + 1) * per]  # (per, d_k)
-            # MEMIT's compute_ks: the bare prompt weighs 1/2 and the mean over the prefixed prompts 1/2
-            k = k[0] if k.shape[0] == 1 else 0.5 * k[0] + 0.5 * k[1:].mean(0)
-            h = h_all[j * per]
+            k, h = kh[j]
             if method == "fe":
                 res = targets[j][i] - h
             else:
@@ -746,7 +767,7 @@ def edit(model, tok, requests, layers, method: str, cfg: EditConfig, covs: Mappi
                     continue
                 anchor_cache[key] = value
             h_0.append(anchor_cache[key])
-    for i, l in enumerate(layers):
+    for i in range(L):
         for j in range(n):
             h = h_ed[j][i]
             if method == "fe":
@@ -895,11 +916,7 @@ def _neighbourhood_logprobs(model, tok, cases) -> torch.Tensor:
 
 
 def _metrics(after, tok, cases, lb) -> dict[str, float]:
-    """:func:`edit_metrics` given the unedited model's neighbourhood log-probabilities ``lb``.
-
-    Every prompt goes through ``after`` in one batch (each row's numbers are the same as in
-    a batch of its own group).
-    """
+    """:func:`edit_metrics` given the unedited model's neighbourhood log-probabilities ``lb``."""
     groups = {
         "efficacy": lambda c: [c.request["prompt"].format(c.request["subject"])],
         "generalisation": lambda c: list(c.paraphrase_prompts),
@@ -917,17 +934,15 @@ def _metrics(after, tok, cases, lb) -> dict[str, float]:
         spans[name] = (start, len(prompts))
     nb = [p for c in cases for p in c.neighbourhood_prompts]
     nt = torch.tensor([_target_id(tok, t) for c in cases for t in c.neighbourhood_targets])
-    start = len(prompts)
-    lp_all = next_token_logprobs(after, tok, prompts + nb)  # (all prompts, V)
     out = {}
     for name, (a, b) in spans.items():
         if a == b:
             out[name] = float("nan")
             continue
-        lp = lp_all[a:b]
+        lp = next_token_logprobs(after, tok, prompts[a:b])
         idx = torch.arange(b - a)
         out[name] = float((lp[idx, torch.tensor(new[name])] > lp[idx, torch.tensor(true[name])]).double().mean())
-    la = lp_all[start:]
+    la = next_token_logprobs(after, tok, nb)
     out["neighbourhood_acc"] = float((la.argmax(-1) == nt).double().mean())
     out["neighbourhood_kl"] = float((lb.exp() * (lb - la)).sum(-1).mean())
     return out
@@ -1031,7 +1046,9 @@ def tune_and_test(model, tok, val_cases, test_cases, layers, covs, cfg: EditConf
     methods : sequence of str
     anchor_cache : dict, optional
         Memo of anchors (see :func:`edit`); a fresh one is used when None, so each anchor is
-        optimised once per (request, layer, clamp) across λ and methods.
+        optimised once per (request, layer, clamp) across λ and methods (all the clamps of a
+        request at once, :func:`optimise_anchors`). It also keeps each grid point's edit
+        metrics, so a second call on the same grid (another ``selection``) edits nothing again.
     selection : {"with_kl", "without_kl"}
         The validation score (above).
 
