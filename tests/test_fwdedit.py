@@ -367,7 +367,8 @@ def test_anchor_cache_changes_nothing_but_the_work(lm):
         b = fe.edit(model, tok, REQS, layers, m, cfg, covs, anchor_cache=cache)
         for pa, pb in zip(fe.mlp_projections(a.model), fe.mlp_projections(b.model)):
             assert torch.equal(pa.weight, pb.weight)
-    assert len(cache) == 2 * len(REQS)  # anchors at layer 1 (OneLayer, MEMIT, no division) and layer 0 (FE)
+    anchors = [k for k in cache if not isinstance(k[0], str)]  # the rest: replayed targets, clean hidden states
+    assert len(anchors) == 2 * len(REQS)  # anchors at layer 1 (OneLayer, MEMIT, no division) and layer 0 (FE)
 
 
 def test_selection_score_counts_neighbourhood_kl():
@@ -389,3 +390,156 @@ def test_bad_anchor_efficacy_input_is_rejected():
     rejects(fe.anchor_efficacy, model, tok, no_true, 0, fe.EditConfig(), match="target_true")
     rejects(fe.anchor_efficacy, model, tok, REQS, 9, fe.EditConfig(), match="layer index 9")
     rejects(fe.anchor_efficacy, model, tok, REQS, 0, fe.EditConfig(), anchor_cache=[], match="anchor_cache must be a dict")
+
+
+# --------------------------------------------------------------------------- the batched forms against their loops
+def _anchor_loop(model, tok, request, layer, cfg):
+    """optimise_anchor as it was written before the batched form: one request, one clamp, one run."""
+    r = fe._requests([request])[0]
+    block = fe._blocks(model)[layer]
+    tgt = fe._target_id(tok, r["target_new"])
+    seqs, spos = fe._contexts(tok, r, cfg.prefixes)
+    last = [len(q) - 1 for q in seqs]
+    ess_ids, ess_pos = fe._prompt_ids(tok, cfg.essence.format(r["subject"]), r["subject"])
+    allseqs, allpos = seqs + [ess_ids], spos + [ess_pos]
+    with torch.no_grad():
+        logits0, (h0,) = fe._run(model, tok, allseqs, allpos, [(block, "output", None, None)])
+        p0 = torch.log_softmax(logits0[-1, len(ess_ids) - 1], -1)
+    h = h0[0].detach()
+    hn = float(h.norm())
+    delta = torch.zeros_like(h, requires_grad=True)
+    opt = torch.optim.Adam([delta], lr=cfg.lr)
+    for p in model.parameters():
+        p.requires_grad_(False)
+    for it in range(cfg.steps):
+        logits, _ = fe._run(model, tok, allseqs, allpos, [(block, "output", delta.expand(len(allseqs), -1), None)])
+        lp = torch.log_softmax(logits[torch.arange(len(seqs)), torch.tensor(last)], -1)
+        pe = torch.log_softmax(logits[-1, len(ess_ids) - 1], -1)
+        loss = -lp[:, tgt].mean() + cfg.kl_weight * torch.sum(pe.exp() * (pe - p0)) + cfg.weight_decay * delta.norm() / hn**2
+        if float(loss.detach()) < 0.05 or it == cfg.steps - 1:
+            break
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        with torch.no_grad():
+            lim = cfg.clamp * hn
+            if delta.norm() > lim:
+                delta.mul_(lim / delta.norm())
+    for p in model.parameters():
+        p.requires_grad_(True)
+    return (h + delta).detach()
+
+
+def test_batched_anchors_are_bit_identical_to_one_run_per_request_and_clamp(lm):
+    """optimise_anchors (requests × clamp groups in one batch, runs split where a clamp acts) = the loop, bit for bit."""
+    model, tok = lm
+    reqs = REQS + [{"prompt": "the home of {} is", "subject": "kalu", "target_new": "sako"}]
+    cfg = fe.EditConfig(steps=6, lr=0.5, prefixes=("ra", "pu fo"))
+    clamps = (0.05, 0.3, 1.0, 50.0)  # from one that acts at the first update to one that never acts
+    zs, hs = fe.optimise_anchors(model, tok, reqs, 1, cfg, clamps)
+    acted = set()
+    for j, r in enumerate(reqs):
+        for c in clamps:
+            want = _anchor_loop(model, tok, r, 1, fe.EditConfig(**{**cfg.__dict__, "clamp": c}))
+            assert torch.equal(zs[j][c], want), (j, c)
+            acted.add(bool((zs[j][c] - hs[j]).norm() >= c * hs[j].norm() * (1 - 1e-6)))
+        assert torch.equal(fe.optimise_anchor(model, tok, r, 1, fe.EditConfig(**{**cfg.__dict__, "clamp": 0.3}))[0], zs[j][0.3])
+    assert acted == {True, False}  # the grid holds clamps that act and clamps that do not
+
+
+@covers("fwdedit.optimise_anchors")
+def test_bad_optimise_anchors_input_is_rejected():
+    model, tok = _model("small")
+    cfg = fe.EditConfig(steps=2)
+    rejects(fe.optimise_anchors, model, tok, REQS, 0, cfg, [], match="clamps")
+    rejects(fe.optimise_anchors, model, tok, REQS, 0, cfg, "1.0", match="clamps")
+    rejects(fe.optimise_anchors, model, tok, REQS, 0, cfg, [1.0, 0.0], match="clamps")
+    rejects(fe.optimise_anchors, model, tok, REQS, 9, cfg, [1.0], match="layer index 9")
+    rejects(fe.optimise_anchors, model, tok, [], 0, cfg, [1.0], match="empty")
+
+
+def test_batched_edit_is_bit_identical_to_the_request_by_request_loop(lm):
+    """edit's keys of all requests in one batch per layer = one _keys_and_hidden pass per request, bit for bit."""
+    model, tok = lm
+    layers, covs = [0, 1], _covs(model, tok, [0, 1])
+    cfg = fe.EditConfig(lam=3.0, steps=4, prefixes=("ra", "pu fo"))
+    reqs = fe._requests(REQS + [{"prompt": "the home of {} is", "subject": "kalu", "target_new": "sako"}])
+    for method in ("memit", "fe"):
+        res = fe.edit(model, tok, reqs, layers, method, cfg, covs)
+        edited = __import__("copy").deepcopy(model)
+        zs = [fe.optimise_anchor(model, tok, r, layers[0] if method == "fe" else layers[-1], cfg)[0] for r in reqs]
+        tg = []
+        for r, z in zip(reqs, zs):  # forward replay, one request at a time
+            ids, p = fe._prompt_ids(tok, r["prompt"].format(r["subject"]), r["subject"])
+            with torch.no_grad():
+                _, vals = fe._run(model, tok, [ids], [p], [(fe._blocks(model)[0], "output", None, z), (fe._blocks(model)[1], "output", None, None)])
+            tg.append([z, vals[1][0]])
+        for i, l in enumerate(layers):
+            K, R = [], []
+            for j, r in enumerate(reqs):
+                k, h = fe._keys_and_hidden(edited, tok, r, l, cfg.prefixes, l if method == "fe" else layers[-1])
+                K.append(k)
+                R.append(tg[j][i] - h if method == "fe" else (zs[j] - h) / (len(layers) - i))
+            fe._apply(fe.mlp_projections(edited)[l], fe.layer_update(torch.stack(K), torch.stack(R), covs[l], cfg.lam))
+        for pa, pb in zip(fe.mlp_projections(res.model), fe.mlp_projections(edited)):
+            assert torch.equal(pa.weight, pb.weight), method
+
+
+def test_metrics_in_one_batch_equal_the_metrics_group_by_group(lm):
+    """_metrics (the unedited log-probabilities passed in) gives edit_metrics' numbers, group by group."""
+    model, tok = lm
+    cases = [EditCase(REQS[0], ("bemi lives in", "kalu lives in"), ("the home of zora is",), ("tiva lives in",), ("sako",)),
+             EditCase(REQS[1], ("zora lives in",), ("the home of bemi is",), ("kalu lives in", "ra lives in"), ("nemo", "pu"))]
+    edited = fe.edit(model, tok, cases, [0, 1], "memit", fe.EditConfig(lam=2.0, steps=3), _covs(model, tok, [0, 1])).model
+    got = fe.edit_metrics(model, edited, tok, cases)
+
+    def succ(prompts, rs):
+        lp = fe.next_token_logprobs(edited, tok, prompts)
+        i = torch.arange(len(prompts))
+        new = torch.tensor([fe._target_id(tok, r["target_new"]) for r in rs])
+        true = torch.tensor([fe._target_id(tok, r["target_true"]) for r in rs])
+        return float((lp[i, new] > lp[i, true]).double().mean())
+
+    want = {"efficacy": succ([c.request["prompt"].format(c.request["subject"]) for c in cases], [c.request for c in cases]),
+            "generalisation": succ([p for c in cases for p in c.paraphrase_prompts],
+                                   [c.request for c in cases for _ in c.paraphrase_prompts])}
+    nb = [p for c in cases for p in c.neighbourhood_prompts]
+    lb, la = fe.next_token_logprobs(model, tok, nb), fe.next_token_logprobs(edited, tok, nb)
+    nt = torch.tensor([fe._target_id(tok, t) for c in cases for t in c.neighbourhood_targets])
+    want["neighbourhood_acc"] = float((la.argmax(-1) == nt).double().mean())
+    want["neighbourhood_kl"] = float((lb.exp() * (lb - la)).sum(-1).mean())
+    for k, v in want.items():
+        assert np.isclose(got[k], v, rtol=1e-6, atol=1e-9), (k, got[k], v)
+    assert got["neighbourhood_kl"] > 0
+
+
+def test_tune_and_test_memo_reuses_edits_without_changing_rows(lm):
+    """A second selection rule over the same grid and cache re-scores memoised edits; the rows equal a fresh run's."""
+    model, tok = lm
+    case = EditCase(REQS[0], ("bemi lives in",), ("the home of zora is",), ("kalu lives in",), ("sako",))
+    layers, covs = [0, 1], _covs(model, tok, [0, 1])
+    cfg = fe.EditConfig(steps=3, prefixes=("ra",))
+    kw = dict(lams=(1.0, 10.0), clamps=(0.5, 2.0), methods=["memit", "fe"])
+    cache = {}
+    fe.tune_and_test(model, tok, [case], [case], layers, covs, cfg, anchor_cache=cache, **kw)
+    n = len(cache)
+    again = fe.tune_and_test(model, tok, [case], [case], layers, covs, cfg, anchor_cache=cache, selection="without_kl", **kw)
+    assert len(cache) == n  # nothing new was edited or optimised
+    fresh = fe.tune_and_test(model, tok, [case], [case], layers, covs, cfg, selection="without_kl", **kw)
+    assert again == fresh
+
+
+def test_layer_update_cholesky_equals_the_general_solve():
+    """The LAPACK Cholesky path = torch's LU solve to rounding; an indefinite cov falls back to the general solve."""
+    g = torch.Generator().manual_seed(5)
+    K, R = torch.randn(30, 48, generator=g, dtype=torch.float64), torch.randn(30, 7, generator=g, dtype=torch.float64)
+    C = fe.key_covariance(torch.randn(200, 48, generator=g, dtype=torch.float64))
+    for lam, ridge in ((100.0, 0.0), (0.5, 0.25), (0.0, 1.0)):
+        A = K.T @ K + lam * C + ridge * torch.eye(48, dtype=torch.float64)
+        want = torch.linalg.solve(A, K.T @ R).T
+        assert torch.allclose(fe.layer_update(K, R, C, lam, ridge=ridge), want, rtol=1e-10, atol=1e-12)
+    bad = torch.diag(torch.tensor([1.0, -3.0, 2.0], dtype=torch.float64))  # indefinite: Cholesky fails
+    k, r = torch.randn(1, 3, generator=g, dtype=torch.float64), torch.randn(1, 2, generator=g, dtype=torch.float64)
+    want = torch.linalg.solve(k.T @ k + 2.0 * bad, k.T @ r).T
+    assert torch.allclose(fe.layer_update(k, r, bad, 2.0), want, rtol=1e-10, atol=1e-12)
+    assert fe.layer_update(k.float(), r.float(), bad.float(), 2.0).dtype == torch.float32

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+from scipy.linalg import lapack as _lapack
 
 from icml26._common import RandomState, check_int, check_real, torch_generator
 
@@ -156,14 +157,17 @@ class _Hook:
         self.h.remove()
 
 
-def _run(model, tok, seqs, positions, hooks_spec):
-    """Forward ``seqs``; ``hooks_spec`` is a list of (module, kind, add, replace); returns (logits, values)."""
-    ids, mask = _batch(tok, seqs)
-    rows = torch.arange(len(seqs))
-    cols = torch.tensor(positions)
+def _run(model, tok, seqs, positions, hooks_spec, batch=None, index=None):
+    """Forward ``seqs``; ``hooks_spec`` is a list of (module, kind, add, replace); returns (logits, values).
+
+    ``batch`` (``_batch(tok, seqs)``) and ``index`` (rows, positions as tensors) may be passed
+    in when the same sequences are run many times.
+    """
+    ids, mask = batch if batch is not None else _batch(tok, seqs)
+    rows, cols = index if index is not None else (torch.arange(len(seqs)), torch.tensor(positions))
     hooks = [_Hook(m, k, rows, cols, add=a, replace=r) for m, k, a, r in hooks_spec]
     try:
-        logits = model(input_ids=ids, attention_mask=mask).logits  # (B, L, V)
+        logits = model(input_ids=ids, attention_mask=mask, use_cache=False).logits  # (B, L, V)
     finally:
         for h in hooks:
             h.remove()
@@ -236,7 +240,9 @@ def layer_update(keys: torch.Tensor, residuals: torch.Tensor, cov: torch.Tensor,
     for name, t in (("keys", keys), ("residuals", residuals), ("cov", cov)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__} (use torch.as_tensor)")
-        if not torch.isfinite(t).all():
+        # a finite sum means every entry is finite (NaN and inf propagate); only an overflowing
+        # sum of finite entries needs the entry-wise check
+        if not bool(torch.isfinite(t.sum())) and not bool(torch.isfinite(t).all()):
             raise ValueError(f"{name} contain NaN or inf; layer_update needs finite {name}")
     if keys.ndim != 2 or residuals.ndim != 2 or keys.shape[0] != residuals.shape[0]:
         raise ValueError(f"keys {tuple(keys.shape)} and residuals {tuple(residuals.shape)} must be (n, d_k) and (n, d)")
@@ -244,14 +250,33 @@ def layer_update(keys: torch.Tensor, residuals: torch.Tensor, cov: torch.Tensor,
         raise ValueError(f"cov has shape {tuple(cov.shape)}, expected ({keys.shape[1]}, {keys.shape[1]})")
     lam = check_real(lam, "lam", lo=0.0)
     ridge = check_real(ridge, "ridge", lo=0.0)
-    K = keys.double().T  # (d_k, n)
-    R = residuals.double().T  # (d, n)
-    A = K @ K.T + lam * cov.double() + ridge * torch.eye(K.shape[0], dtype=torch.float64)  # (d_k, d_k)
     if lam == 0 and ridge == 0:
-        dW = R @ torch.linalg.pinv(K)  # minimum-norm exact solution of ΔW K = R
-    else:
-        dW = torch.linalg.solve(A, K @ R.T).T  # A symmetric: (A⁻¹ K Rᵀ)ᵀ = R Kᵀ A⁻¹
-    return dW.to(keys.dtype)
+        K, R = keys.double().T, residuals.double().T  # (d_k, n), (d, n)
+        return (R @ torch.linalg.pinv(K)).to(keys.dtype)  # minimum-norm exact solution of ΔW K = R
+    if keys.device.type != "cpu":  # on an accelerator: torch's Cholesky, general solve if not positive definite
+        K, R = keys.double().T, residuals.double().T
+        A = K @ K.T + lam * cov.double() + ridge * torch.eye(K.shape[0], dtype=torch.float64, device=K.device)
+        Lc, info = torch.linalg.cholesky_ex(A)
+        if int(info) == 0:
+            return torch.cholesky_solve(K @ R.T, Lc).T.to(keys.dtype)
+        return torch.linalg.solve(A, K @ R.T).T.to(keys.dtype)
+    k = keys.detach().double().numpy()  # (n, d_k)
+    r = residuals.detach().double().numpy()  # (n, d)
+    A = k.T @ k + lam * cov.detach().double().numpy()  # (d_k, d_k), symmetric positive (semi-)definite
+    if ridge:
+        A += ridge * np.eye(A.shape[0])
+    Bt = r.T @ k  # (d, d_k) = (K Rᵀ)ᵀ
+    # A is symmetric positive definite when λ C or α I is: a Cholesky solve (LAPACK potrf and
+    # potrs, the routines of scipy.linalg.solve(assume_a="pos")), half the work of an LU solve.
+    # The transposes are Fortran-ordered views, so LAPACK works in place, without copies:
+    # A = Aᵀ, and X = A⁻¹ K Rᵀ in Fortran order is ΔW = Xᵀ = R Kᵀ A⁻¹ in C order.
+    c, info = _lapack.dpotrf(A.T, lower=0, clean=0, overwrite_a=1)
+    if info == 0:
+        x, info = _lapack.dpotrs(c, Bt.T, lower=0, overwrite_b=1)
+    if info != 0:  # A not positive definite (an indefinite cov): the general (LU) solve
+        A = k.T @ k + lam * cov.detach().double().numpy() + ridge * np.eye(k.shape[1])
+        return torch.from_numpy(np.linalg.solve(A, k.T @ r).T.copy()).to(keys.dtype)  # (d, d_k)
+    return torch.from_numpy(x.T).to(keys.dtype)  # (d, d_k)
 
 
 def _apply(proj, dW: torch.Tensor) -> None:
@@ -302,7 +327,7 @@ def collect_keys(model, tok, layer: int, texts: Sequence[str], max_tokens: int |
         store = {}
         h = proj.register_forward_pre_hook(lambda m, a, store=store: store.__setitem__("k", a[0]))
         try:
-            model(input_ids=ids, attention_mask=mask)
+            model(input_ids=ids, attention_mask=mask, use_cache=False)
         finally:
             h.remove()
         out.append(store["k"][mask.bool()])  # (tokens, d_k)
@@ -420,46 +445,139 @@ def optimise_anchor(model, tok, request, layer: int, cfg: EditConfig, random_sta
     ----------
     Meng et al. (2022), ROME ``compute_v``; Liu et al. (2026), FE ``compute_z``.
     """
-    r = _requests([request])[0]
+    zs, hs = optimise_anchors(model, tok, [request], layer, cfg, [cfg.clamp])
+    return zs[0][cfg.clamp], hs[0]
+
+
+def optimise_anchors(model, tok, requests, layer: int, cfg: EditConfig,
+                     clamps: Sequence[float]) -> tuple[list[dict[float, torch.Tensor]], list[torch.Tensor]]:
+    """:func:`optimise_anchor` for several requests and clamps at once.
+
+    Two pieces of work are shared, neither changing a number. (1) The Adam runs of two
+    clamps ``c < c'`` are the same run until the first update after which ``‖δ‖ > c ‖h‖``
+    (before it neither clamp acts), so one run is kept for every group of clamps that has
+    not acted yet, and it splits, copying ``δ`` and Adam's state, when a clamp acts.
+    (2) The runs of every request and clamp group advance together: each step is one
+    forward and one backward pass of a batch holding every live run's prompts, each run
+    with its own ``δ`` and its own Adam; a run stops on its own loss. Each anchor is bit for
+    bit :func:`optimise_anchor`'s with ``cfg.clamp = c`` (tests/test_fwdedit.py checks it).
+
+    Parameters
+    ----------
+    model, tok : causal LM and tokenizer
+    requests : list of dict (or objects with a ``request`` dict)
+        ``prompt`` (with ``"{}"``), ``subject``, ``target_new``.
+    layer : int
+        Anchor layer.
+    cfg : EditConfig
+        Every setting but ``clamp``.
+    clamps : sequence of float
+        The clamps ``c > 0``.
+
+    Returns
+    -------
+    zs : list of dict float -> torch.Tensor, shape (d,)
+        For each request, the anchor ``h + δ_c`` of each clamp.
+    hs : list of torch.Tensor, shape (d,)
+        For each request, the unedited hidden state at the last subject token of the bare prompt.
+
+    References
+    ----------
+    Meng et al. (2022), ROME ``compute_v``; Liu et al. (2026), FE ``compute_z``.
+    """
+    if isinstance(clamps, (str, bytes)) or not len(clamps):
+        raise ValueError(f"clamps={clamps!r} must be a non-empty sequence of numbers")
+    clamps = sorted({check_real(c, "an entry of clamps", lo=0.0, lo_open=True) for c in clamps})
+    reqs = _requests(requests)
     layer = _check_layers(model, [layer])[0]
     block = _blocks(model)[layer]
-    tgt = _target_id(tok, r["target_new"])
-    seqs, spos = _contexts(tok, r, cfg.prefixes)
-    last = [len(s) - 1 for s in seqs]
-    ess_ids, ess_pos = _prompt_ids(tok, cfg.essence.format(r["subject"]), r["subject"])
-    allseqs, allpos = seqs + [ess_ids], spos + [ess_pos]
+    prep = []  # per request: (seqs incl. essence, positions, last tokens, essence length, target id)
+    for r in reqs:
+        tgt = _target_id(tok, r["target_new"])
+        seqs, spos = _contexts(tok, r, cfg.prefixes)
+        ess_ids, ess_pos = _prompt_ids(tok, cfg.essence.format(r["subject"]), r["subject"])
+        prep.append((seqs + [ess_ids], spos + [ess_pos], [len(q) - 1 for q in seqs], len(ess_ids), tgt))
+    # only requests whose prompts pad to the same length share a batch: a row padded further
+    # than in its own batch need not give the same last bits (tests/test_fwdedit.py)
+    width = [max(len(q) for q in pr[0]) for pr in prep]
+    if len(set(width)) > 1:
+        zs, hs = [None] * len(reqs), [None] * len(reqs)
+        for w in sorted(set(width)):
+            idx = [j for j in range(len(reqs)) if width[j] == w]
+            zg, hg = optimise_anchors(model, tok, [reqs[j] for j in idx], layer, cfg, clamps)
+            for j, z, h in zip(idx, zg, hg):
+                zs[j], hs[j] = z, h
+        return zs, hs
+    hs, p0s = [], []
     with torch.no_grad():
-        logits0, (h0,) = _run(model, tok, allseqs, allpos, [(block, "output", None, None)])
-        p0 = torch.log_softmax(logits0[-1, len(ess_ids) - 1], -1)  # (V,)
-    h = h0[0].detach()  # (d,) bare prompt
-    hn = float(h.norm())
-    delta = torch.zeros_like(h, requires_grad=True)
-    opt = torch.optim.Adam([delta], lr=cfg.lr)
+        seqs = [q for pr in prep for q in pr[0]]
+        logits0, (h0,) = _run(model, tok, seqs, [q for pr in prep for q in pr[1]], [(block, "output", None, None)])
+        o = 0
+        for pr in prep:
+            p0s.append(torch.log_softmax(logits0[o + len(pr[0]) - 1, pr[3] - 1], -1))  # (V,)
+            hs.append(h0[o].detach())  # (d,) bare prompt
+            o += len(pr[0])
+    hns = [float(h.norm()) for h in hs]
+    zs = [{} for _ in reqs]
+    # live runs: [request, clamps still sharing this run, δ, its Adam]
+    runs = []
+    for j, h in enumerate(hs):
+        delta = torch.zeros_like(h, requires_grad=True)
+        runs.append((j, clamps, delta, torch.optim.Adam([delta], lr=cfg.lr)))
     for p in model.parameters():
         p.requires_grad_(False)
     try:
         for it in range(cfg.steps):
-            logits, _ = _run(model, tok, allseqs, allpos, [(block, "output", delta.expand(len(allseqs), -1), None)])
-            lp = torch.log_softmax(logits[torch.arange(len(seqs)), torch.tensor(last)], -1)  # (P, V)
-            nll = -lp[:, tgt].mean()
-            pe = torch.log_softmax(logits[-1, len(ess_ids) - 1], -1)
-            kl = torch.sum(pe.exp() * (pe - p0))  # KL(P_delta || P_0), as MEMIT's compute_z
-            loss = nll + cfg.kl_weight * kl + cfg.weight_decay * delta.norm() / hn**2
-            if float(loss.detach()) < 0.05:  # MEMIT stops on the total loss
+            if not runs:
                 break
-            if it == cfg.steps - 1:  # MEMIT's compute_z: the last pass only evaluates, so steps - 1 updates
+            seqs = [q for j, *_ in runs for q in prep[j][0]]
+            pos = [q for j, *_ in runs for q in prep[j][1]]
+            add = torch.cat([delta.expand(len(prep[j][0]), -1) for j, _, delta, _ in runs])  # (rows, d)
+            logits, _ = _run(model, tok, seqs, pos, [(block, "output", add, None)])
+            live, losses, o = [], [], 0
+            for run in runs:
+                j, group, delta, opt = run
+                pseqs, _, last, n_ess, tgt = prep[j]
+                lg = logits[o:o + len(pseqs)]
+                o += len(pseqs)
+                lp = torch.log_softmax(lg[torch.arange(len(last)), torch.tensor(last)], -1)  # (P, V)
+                nll = -lp[:, tgt].mean()
+                pe = torch.log_softmax(lg[-1, n_ess - 1], -1)
+                kl = torch.sum(pe.exp() * (pe - p0s[j]))  # KL(P_delta || P_0), as MEMIT's compute_z
+                loss = nll + cfg.kl_weight * kl + cfg.weight_decay * delta.norm() / hns[j] ** 2
+                # MEMIT stops on the total loss; its compute_z's last pass only evaluates (steps - 1 updates)
+                if float(loss.detach()) < 0.05 or it == cfg.steps - 1:
+                    for c in group:
+                        zs[j][c] = (hs[j] + delta).detach()
+                    continue
+                live.append(run)
+                losses.append(loss)
+            if not live:
                 break
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            with torch.no_grad():
-                lim = cfg.clamp * hn
-                if delta.norm() > lim:
-                    delta.mul_(lim / delta.norm())
+            for _, _, _, opt in live:
+                opt.zero_grad()
+            torch.stack(losses).sum().backward()  # each run's δ gets its own loss's gradient
+            runs = []
+            for j, group, delta, opt in live:
+                opt.step()
+                with torch.no_grad():
+                    keep = []
+                    for c in group:
+                        lim = c * hns[j]
+                        if delta.norm() > lim:  # this clamp acts: its run leaves the group
+                            d_c = delta.detach().clone().requires_grad_(True)
+                            opt_c = torch.optim.Adam([d_c], lr=cfg.lr)
+                            opt_c.state[d_c] = {k: v.clone() for k, v in opt.state[delta].items()}
+                            d_c.mul_(lim / d_c.norm())
+                            runs.append((j, [c], d_c, opt_c))
+                        else:
+                            keep.append(c)
+                if keep:
+                    runs.append((j, keep, delta, opt))
     finally:
         for p in model.parameters():
             p.requires_grad_(True)
-    return (h + delta).detach(), h
+    return zs, hs
 
 
 def _keys_and_hidden(model, tok, r, layer, prefixes, read_layer):
@@ -505,14 +623,19 @@ class EditResult:
     edit_cosine: np.ndarray = field(default=None, repr=False)
 
 
+def _anchor_key(model, r, layer, cfg):
+    """The memo key of an anchor: the unedited model, the request, the layer and every setting but λ."""
+    return (id(model), r["prompt"], r["subject"], r["target_new"], layer, cfg.clamp, cfg.steps, cfg.lr, cfg.kl_weight,
+            cfg.weight_decay, cfg.prefixes, cfg.essence)
+
+
 def _cached_anchor(model, tok, r, layer, cfg, cache):
     """:func:`optimise_anchor`'s ``z``, memoised in ``cache`` (a dict or None) by everything it depends on but λ."""
     if cache is None:
         return optimise_anchor(model, tok, r, layer, cfg)[0]
     if not isinstance(cache, dict):
         raise TypeError(f"anchor_cache must be a dict or None, got {type(cache).__name__}")
-    key = (id(model), r["prompt"], r["subject"], r["target_new"], layer, cfg.clamp, cfg.steps, cfg.lr, cfg.kl_weight,
-           cfg.weight_decay, cfg.prefixes, cfg.essence)
+    key = _anchor_key(model, r, layer, cfg)
     if key not in cache:
         cache[key] = optimise_anchor(model, tok, r, layer, cfg)[0]
     return cache[key]
@@ -539,7 +662,9 @@ def edit(model, tok, requests, layers, method: str, cfg: EditConfig, covs: Mappi
         Memo of optimised anchors keyed by the unedited model, the request, the anchor
         layer and every setting but ``λ`` (which the anchor does not depend on); pass the
         same dict to several calls on the same model to optimise each anchor once. The
-        model must not be changed in place between calls.
+        model must not be changed in place between calls. It also keeps, under keys that
+        start with a tag string, what else does not depend on λ: FE's replayed targets and
+        the unedited model's hidden states of the residual.
 
     Returns
     -------
@@ -564,28 +689,57 @@ def edit(model, tok, requests, layers, method: str, cfg: EditConfig, covs: Mappi
         _prompt_ids(tok, r["prompt"].format(r["subject"]), r["subject"])
         _target_id(tok, r["target_new"])
     edited = copy.deepcopy(model).eval()
-    projs = mlp_projections(edited)
+    projs, blocks = mlp_projections(edited), _blocks(edited)
     anchor_layer = layers[0] if method == "fe" else layers[-1]
-    zs, targets = [], []
-    for r in reqs:
-        z = _cached_anchor(model, tok, r, anchor_layer, cfg, anchor_cache)
-        zs.append(z)
-        if method == "fe":  # forward replay on the clean model, bare prompt
-            ids, p = _prompt_ids(tok, r["prompt"].format(r["subject"]), r["subject"])
-            with torch.no_grad():
-                spec = [(_blocks(model)[anchor_layer], "output", None, z)] + [(_blocks(model)[l], "output", None, None) for l in layers[1:]]
-                _, vals = _run(model, tok, [ids], [p], spec)
-            targets.append([z] + [v[0] for v in vals[1:]])
-    residual = np.zeros((len(reqs), len(layers)))
-    edit_cos = np.zeros((len(reqs), len(layers)))
-    z_last = torch.stack([t[-1] for t in targets] if method == "fe" else zs)  # (n, d)
-    L = len(layers)
-    for i, l in enumerate(layers):
-        hL_before = _subject_hidden(edited, tok, reqs, layers[-1])  # (n, d)
-        K, R = [], []
+    n, L = len(reqs), len(layers)
+    zs = [_cached_anchor(model, tok, r, anchor_layer, cfg, anchor_cache) for r in reqs]
+    # the requests' contexts go through the model together (tests/test_fwdedit.py checks the
+    # batched editor against the request-by-request loop, bit for bit)
+    bare = _bare_batch(tok, reqs)
+    if method == "fe":  # forward replay on the clean model, bare prompt
+        targets = []
         for j, r in enumerate(reqs):
-            read = l if method == "fe" else layers[-1]
-            k, h = _keys_and_hidden(edited, tok, r, l, cfg.prefixes, read)
+            key = ("fe-replay", _anchor_key(model, r, anchor_layer, cfg), tuple(layers))
+            if anchor_cache is None or key not in anchor_cache:
+                with torch.no_grad():
+                    spec = [(_blocks(model)[anchor_layer], "output", None, zs[j])]
+                    spec += [(_blocks(model)[l], "output", None, None) for l in layers[1:]]
+                    _, vals = _run(model, tok, [bare[0][j]], [bare[1][j]], spec)
+                value = [zs[j]] + [v[0] for v in vals[1:]]
+                if anchor_cache is None:
+                    targets.append(value)
+                    continue
+                anchor_cache[key] = value
+            targets.append(anchor_cache[key])
+    ctx = [_contexts(tok, r, cfg.prefixes) for r in reqs]
+    per = 1 + len(cfg.prefixes)  # contexts per request: bare prompt, then the prefixed ones
+    # one batch per padded width (a request's contexts padded as in a batch of their own)
+    width = [max(len(q) for q in c[0]) for c in ctx]
+    groups = []
+    for w in sorted(set(width)):
+        idx = [j for j in range(n) if width[j] == w]
+        cseqs, cpos = [q for j in idx for q in ctx[j][0]], [q for j in idx for q in ctx[j][1]]
+        groups.append((idx, cseqs, cpos, _batch(tok, cseqs), (torch.arange(len(cseqs)), torch.tensor(cpos))))
+    residual = np.zeros((n, L))
+    edit_cos = np.zeros((n, L))
+    z_last = torch.stack([t[-1] for t in targets] if method == "fe" else zs)  # (n, d)
+    hL_after = _subject_hidden(edited, tok, reqs, layers[-1], bare=bare)  # (n, d)
+    for i, l in enumerate(layers):
+        hL_before = hL_after  # the model has not changed since
+        read = l if method == "fe" else layers[-1]
+        kh = [None] * n
+        for idx, cseqs, cpos, cbatch, cindex in groups:
+            with torch.no_grad():
+                _, (k_all, h_all) = _run(edited, tok, cseqs, cpos, [(projs[l], "input", None, None),
+                                                                    (blocks[read], "output", None, None)],
+                                         batch=cbatch, index=cindex)
+            for g, j in enumerate(idx):
+                k = k_all[g * per:(g + 1) * per]  # (per, d_k)
+                # MEMIT's compute_ks: the bare prompt weighs 1/2 and the mean over the prefixed prompts 1/2
+                kh[j] = (k[0] if k.shape[0] == 1 else 0.5 * k[0] + 0.5 * k[1:].mean(0), h_all[g * per])
+        K, R = [], []
+        for j in range(n):
+            k, h = kh[j]
             if method == "fe":
                 res = targets[j][i] - h
             else:
@@ -597,27 +751,62 @@ def edit(model, tok, requests, layers, method: str, cfg: EditConfig, covs: Mappi
         K, R = torch.stack(K), torch.stack(R)  # (n, d_k), (n, d)
         dW = layer_update(K, R, covs[l], cfg.lam)
         _apply(projs[l], dW)
-        hL_after = _subject_hidden(edited, tok, reqs, layers[-1])
+        hL_after = _subject_hidden(edited, tok, reqs, layers[-1], bare=bare)
         edit_cos[:, i] = torch.nn.functional.cosine_similarity(z_last - hL_before, hL_after - hL_before, dim=-1).numpy()
-    for i, l in enumerate(layers):  # residual of the layer's target after all edits
+    # residual of each layer's target after all edits (bare prompt alone, every layer read in
+    # one pass; the unedited model's hidden states are memoised with the anchors)
+    h_ed = [_bare_hidden(edited, tok, bare, j, layers) for j in range(n)]
+    if method != "fe":
+        h_0 = []
         for j, r in enumerate(reqs):
-            _, h = _keys_and_hidden(edited, tok, r, l, (), l)
+            key = ("clean-hidden", id(model), r["prompt"], r["subject"], tuple(layers))
+            if anchor_cache is None or key not in anchor_cache:
+                value = _bare_hidden(model, tok, bare, j, layers)
+                if anchor_cache is None:
+                    h_0.append(value)
+                    continue
+                anchor_cache[key] = value
+            h_0.append(anchor_cache[key])
+    for i in range(L):
+        for j in range(n):
+            h = h_ed[j][i]
             if method == "fe":
                 tgt = targets[j][i]
             else:
-                _, h0 = _keys_and_hidden(model, tok, r, l, (), l)
-                _, hL0 = _keys_and_hidden(model, tok, r, layers[-1], (), layers[-1])
+                h0, hL0 = h_0[j][i], h_0[j][-1]
                 share = (zs[j] - hL0) * ((i + 1) / L if method == "memit" else 1.0)
                 tgt = h0 + share
             residual[j, i] = float((tgt - h).norm())
     return EditResult(edited, layers, residual, edit_cos)
 
 
+def _bare_batch(tok, reqs):
+    """``_run``'s arguments for the bare prompts of ``reqs`` at their last subject token."""
+    seqs, pos = (list(t) for t in zip(*(_prompt_ids(tok, r["prompt"].format(r["subject"]), r["subject"]) for r in reqs)))
+    return seqs, pos, _batch(tok, seqs), (torch.arange(len(seqs)), torch.tensor(pos))
+
+
 @torch.no_grad()
-def _subject_hidden(model, tok, reqs, layer) -> torch.Tensor:
-    """Output of block ``layer`` at the last subject token of each bare prompt, shape (n, d)."""
-    seqs, pos = zip(*(_prompt_ids(tok, r["prompt"].format(r["subject"]), r["subject"]) for r in reqs))
-    _, (hs,) = _run(model, tok, list(seqs), list(pos), [(_blocks(model)[layer], "output", None, None)])
+def _bare_hidden(model, tok, bare, j, layers) -> list[torch.Tensor]:
+    """Outputs of blocks ``layers`` at the last subject token of request ``j``'s bare prompt, run alone; each (d,)."""
+    _, vals = _run(model, tok, [bare[0][j]], [bare[1][j]], [(_blocks(model)[l], "output", None, None) for l in layers])
+    return [v[0] for v in vals]
+
+
+def _run_bare(model, tok, bare, spec):
+    """:func:`_run` on a :func:`_bare_batch`."""
+    seqs, pos, batch, index = bare
+    return _run(model, tok, seqs, pos, spec, batch=batch, index=index)
+
+
+@torch.no_grad()
+def _subject_hidden(model, tok, reqs, layer, bare=None) -> torch.Tensor:
+    """Output of block ``layer`` at the last subject token of each bare prompt, shape (n, d).
+
+    ``bare`` is :func:`_bare_batch` of ``reqs`` where the caller has it already.
+    """
+    seqs, pos, batch, index = bare if bare is not None else _bare_batch(tok, reqs)
+    _, (hs,) = _run(model, tok, seqs, pos, [(_blocks(model)[layer], "output", None, None)], batch=batch, index=index)
     return hs.double()
 
 
@@ -687,7 +876,7 @@ def next_token_logprobs(model, tok, prompts: Sequence[str]) -> torch.Tensor:
         raise ValueError("prompts must be a non-empty list of strings")
     seqs = [tok(p)["input_ids"] for p in prompts]
     ids, mask = _batch(tok, seqs)
-    logits = model(input_ids=ids, attention_mask=mask).logits
+    logits = model(input_ids=ids, attention_mask=mask, use_cache=False).logits
     last = mask.sum(1) - 1
     return torch.log_softmax(logits[torch.arange(len(seqs)), last].double(), -1)
 
@@ -718,28 +907,42 @@ def edit_metrics(before, after, tok, cases) -> dict[str, float]:
     """
     if not cases:
         raise ValueError("cases is empty")
-    out = {}
+    return _metrics(after, tok, cases, _neighbourhood_logprobs(before, tok, cases))
 
-    def succ(prompts_of):
-        prompts, new, true = [], [], []
+
+def _neighbourhood_logprobs(model, tok, cases) -> torch.Tensor:
+    """:func:`next_token_logprobs` of ``model`` on every neighbourhood prompt of ``cases``, shape (m, V)."""
+    return next_token_logprobs(model, tok, [p for c in cases for p in c.neighbourhood_prompts])
+
+
+def _metrics(after, tok, cases, lb) -> dict[str, float]:
+    """:func:`edit_metrics` given the unedited model's neighbourhood log-probabilities ``lb``."""
+    groups = {
+        "efficacy": lambda c: [c.request["prompt"].format(c.request["subject"])],
+        "generalisation": lambda c: list(c.paraphrase_prompts),
+        "validation": lambda c: list(getattr(c, "validation_prompts", ())),
+    }
+    prompts, spans, new, true = [], {}, {}, {}
+    for name, prompts_of in groups.items():
+        start, new[name], true[name] = len(prompts), [], []
         for c in cases:
             r = c.request
             for p in prompts_of(c):
                 prompts.append(p)
-                new.append(_target_id(tok, r["target_new"]))
-                true.append(_target_id(tok, r["target_true"]))
-        if not prompts:
-            return float("nan")
-        lp = next_token_logprobs(after, tok, prompts)
-        idx = torch.arange(len(prompts))
-        return float((lp[idx, torch.tensor(new)] > lp[idx, torch.tensor(true)]).double().mean())
-
-    out["efficacy"] = succ(lambda c: [c.request["prompt"].format(c.request["subject"])])
-    out["generalisation"] = succ(lambda c: list(c.paraphrase_prompts))
-    out["validation"] = succ(lambda c: list(getattr(c, "validation_prompts", ())))
+                new[name].append(_target_id(tok, r["target_new"]))
+                true[name].append(_target_id(tok, r["target_true"]))
+        spans[name] = (start, len(prompts))
     nb = [p for c in cases for p in c.neighbourhood_prompts]
     nt = torch.tensor([_target_id(tok, t) for c in cases for t in c.neighbourhood_targets])
-    lb, la = next_token_logprobs(before, tok, nb), next_token_logprobs(after, tok, nb)
+    out = {}
+    for name, (a, b) in spans.items():
+        if a == b:
+            out[name] = float("nan")
+            continue
+        lp = next_token_logprobs(after, tok, prompts[a:b])
+        idx = torch.arange(b - a)
+        out[name] = float((lp[idx, torch.tensor(new[name])] > lp[idx, torch.tensor(true[name])]).double().mean())
+    la = next_token_logprobs(after, tok, nb)
     out["neighbourhood_acc"] = float((la.argmax(-1) == nt).double().mean())
     out["neighbourhood_kl"] = float((lb.exp() * (lb - la)).sum(-1).mean())
     return out
@@ -843,7 +1046,9 @@ def tune_and_test(model, tok, val_cases, test_cases, layers, covs, cfg: EditConf
     methods : sequence of str
     anchor_cache : dict, optional
         Memo of anchors (see :func:`edit`); a fresh one is used when None, so each anchor is
-        optimised once per (request, layer, clamp) across λ and methods.
+        optimised once per (request, layer, clamp) across λ and methods (all the clamps of a
+        request at once, :func:`optimise_anchors`). It also keeps each grid point's edit
+        metrics, so a second call on the same grid (another ``selection``) edits nothing again.
     selection : {"with_kl", "without_kl"}
         The validation score (above).
 
@@ -886,23 +1091,81 @@ def tune_and_test(model, tok, val_cases, test_cases, layers, covs, cfg: EditConf
         raise ValueError(f"methods {bad or list(methods)!r} are not editing methods; use some of {', '.join(METHODS)}")
     if anchor_cache is None:
         anchor_cache = {}
-    rows = []
+    layers = _check_layers(model, layers)
+
+    def anchor_layer(m):  # FE optimises its anchor at the first edited layer, the others at the last
+        return layers[0] if m == "fe" else layers[-1]
+
+    # what does not depend on the grid point is computed once: the unedited model's
+    # neighbourhood log-probabilities, and every anchor of a request and layer for all the
+    # clamps at once (optimise_anchors shares their common start)
+    lb_val = _neighbourhood_logprobs(model, tok, val_cases)
+    for al in sorted({anchor_layer(m) for m in methods}):
+        _prefill_anchors(model, tok, val_cases, al, cfg, clamps, anchor_cache)
+    best = {}
     for m in methods:
-        best = None
         for lam in lams:
             for c in clamps:
                 c_cfg = dataclasses.replace(cfg, lam=float(lam), clamp=float(c))
-                res = edit(model, tok, val_cases, layers, m, c_cfg, covs, anchor_cache=anchor_cache)
-                met = edit_metrics(model, res.model, tok, val_cases)
+                met = _edit_and_score(model, tok, val_cases, layers, m, c_cfg, covs, anchor_cache, lb_val)[0]
                 terms = [met["efficacy"], met["validation"], met["neighbourhood_acc"]]
                 if selection == "with_kl":
                     terms.append(np.exp(-met["neighbourhood_kl"]))
                 score = float(np.mean(terms))
-                if best is None or score > best[0]:
-                    best = (score, float(lam), float(c))
-        c_cfg = dataclasses.replace(cfg, lam=best[1], clamp=best[2])
-        res = edit(model, tok, test_cases, layers, m, c_cfg, covs, anchor_cache=anchor_cache)
-        met = edit_metrics(model, res.model, tok, test_cases)
-        rows.append(dict(method=m, lam=best[1], clamp=best[2], score=best[0], **met, residual=res.residual.mean(0).tolist(),
-                         edit_cosine=res.edit_cosine.mean(0).tolist()))
+                if m not in best or score > best[m][0]:
+                    best[m] = (score, float(lam), float(c))
+    lb_test = _neighbourhood_logprobs(model, tok, test_cases)
+    for al in sorted({anchor_layer(m) for m in methods}):
+        _prefill_anchors(model, tok, test_cases, al, cfg, sorted({best[m][2] for m in methods if anchor_layer(m) == al}),
+                         anchor_cache)
+    rows = []
+    for m in methods:
+        c_cfg = dataclasses.replace(cfg, lam=best[m][1], clamp=best[m][2])
+        met, residual, edit_cos = _edit_and_score(model, tok, test_cases, layers, m, c_cfg, covs, anchor_cache, lb_test)
+        rows.append(dict(method=m, lam=best[m][1], clamp=best[m][2], score=best[m][0], **met,
+                         residual=residual.mean(0).tolist(), edit_cosine=edit_cos.mean(0).tolist()))
     return rows
+
+
+def _edit_and_score(model, tok, cases, layers, method, cfg, covs, cache, lb):
+    """:func:`edit` then :func:`_metrics`; (metrics, residual, edit_cosine), memoised in ``cache``.
+
+    The key holds everything the edit depends on (the unedited model, the cases, the layers,
+    the method, every setting, the covariances); the entry keeps the covariances it was
+    computed with, so that their ids stay theirs while it lives. A second selection rule
+    over the same grid (``tune_and_test(selection="without_kl")``) then edits nothing twice.
+    """
+    edited_layers = layers[-1:] if method == "onelayer" else layers
+    key = ("edit-metrics", id(model), method, tuple(layers), cfg.lam, cfg.clamp, cfg.steps, cfg.lr, cfg.kl_weight,
+           cfg.weight_decay, cfg.prefixes, cfg.essence, tuple(id(covs[l]) for l in edited_layers if l in covs),
+           repr([(sorted(_requests([c])[0].items()), tuple(getattr(c, "paraphrase_prompts", ())),
+                  tuple(getattr(c, "validation_prompts", ())), tuple(c.neighbourhood_prompts),
+                  tuple(c.neighbourhood_targets)) for c in cases]))
+    if key in cache:
+        return cache[key][0]
+    res = edit(model, tok, cases, layers, method, cfg, covs, anchor_cache=cache)
+    value = (_metrics(res.model, tok, cases, lb), res.residual, res.edit_cosine)
+    cache[key] = (value, [covs[l] for l in edited_layers if l in covs])
+    return value
+
+
+def _prefill_anchors(model, tok, cases, layer, cfg, clamps, cache) -> None:
+    """Put the anchors of every case at ``layer`` for every clamp into ``cache`` (those not there yet)."""
+    import dataclasses
+
+    todo = []
+    for r in _requests(cases):
+        missing = [float(c) for c in clamps
+                   if _anchor_key(model, r, layer, dataclasses.replace(cfg, clamp=float(c))) not in cache]
+        if not missing:
+            continue
+        todo.append((r, missing))
+    if not todo:
+        return
+    # requests missing the same clamps go through one batched optimisation
+    for missing in sorted({tuple(m) for _, m in todo}):
+        rs = [r for r, m in todo if tuple(m) == missing]
+        zs, _ = optimise_anchors(model, tok, rs, layer, cfg, missing)
+        for r, z in zip(rs, zs):
+            for c in missing:
+                cache[_anchor_key(model, r, layer, dataclasses.replace(cfg, clamp=c))] = z[c]
