@@ -436,9 +436,18 @@ _HIGHS_QUIET = False
 
 
 def _new_highs():
-    """A fresh ``highspy.Highs`` with logging off (its one-time banner goes to /dev/null)."""
+    """A fresh HiGHS object with logging off (its one-time banner goes to /dev/null).
+
+    It is highspy's C++ class itself (``highspy._core._Highs``), of which ``highspy.Highs``
+    is the Python subclass that adds callbacks, interrupt handling and the modelling layer;
+    every call made here (options, ``passModel``, ``run``, ``writeModel``, ``readModel``,
+    results) is the C++ method in both. Without the subclass's per-object callback table a
+    new object costs half as much and is freed as soon as it is dropped (a ``highspy.Highs``
+    refers to itself through its callbacks, so only the garbage collector frees it).
+    """
     global _HIGHS_QUIET
     import highspy
+    from highspy import _core
 
     if not _HIGHS_QUIET:  # the licence banner is printed by C++ once per process
         sys.stdout.flush()
@@ -446,14 +455,15 @@ def _new_highs():
         devnull = os.open(os.devnull, os.O_WRONLY)
         try:
             os.dup2(devnull, 1)
-            h = highspy.Highs()
+            highspy.Highs()  # the banner comes with the first highspy.Highs of the process
+            h = _core._Highs()
         finally:
             os.dup2(saved, 1)
             os.close(devnull)
             os.close(saved)
         _HIGHS_QUIET = True
     else:
-        h = highspy.Highs()
+        h = _core._Highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("threads", 1)
     h.setOptionValue("random_seed", 0)
