@@ -482,3 +482,13 @@ def test_array_hand_over_equals_highslp_one(name, small_instances):
         runs.append((info.objective_function_value, info.mip_node_count, info.simplex_iteration_count,
                      np.asarray(h.getSolution().col_value).tobytes()))
     assert runs[0] == runs[2] and runs[1] == runs[3]
+
+
+def test_to_highs_is_what_solve_runs(small_instances):
+    model = oe.CLASSES["TSP"].build(small_instances["TSP"][0].params)
+    h = oe.to_highs(model, mip_rel_gap=1e-6)
+    assert h.getLp().num_col_ == model.n_vars and h.getLp().num_row_ == model.n_rows
+    h.run()
+    r = oe.solve(model, mip_rel_gap=1e-6)
+    assert h.getInfo().objective_function_value == r.objective
+    assert np.array_equal(np.asarray(h.getSolution().col_value), r.x)
