@@ -388,3 +388,37 @@ def test_train_and_evaluate_plays_the_greedy_policy():
                                     random_state=0)
     ref = D.run_episodes(TASK, pol.greedy(), sim_seeds=users, random_states=states)
     assert [e.actions for e in eps] == [e.actions for e in ref]
+
+
+# --- the simulator's tree copy and walk (issue 26) against copy.deepcopy and IntentNode.walk --
+
+
+def _tree_state(node):
+    return [(n.dim, n.path, n.aware, n.satisfied, n.thresholds, len(n.children)) for n in node.walk()]
+
+
+def test_copy_tree_equals_deepcopy_and_is_independent():
+    from icml26.discoverllm.simulator import _copy_tree, _preorder
+
+    sim = IntentSimulator(depth=3, branching=3, random_state=5)
+    sim.reset()
+    for _ in range(3):  # thresholds drawn, awareness moved
+        if sim.done:
+            break
+        sim.step(Message("question", ({"subject": (0,)}, {"setting": (1, 2)}, {"tone": (2,)}), 40))
+    shared = IntentNode("tone", (1,), aware=0.5, thresholds=[0.25, 0.5])
+    dag = IntentNode("tone", (), aware=1.0, thresholds=[], children=[shared, IntentNode("tone", (2,), children=[shared])])
+    for root in [*sim.roots, dag]:
+        ours, ref = _copy_tree(root, {}), copy.deepcopy(root)
+        assert _tree_state(ours) == _tree_state(ref) == _tree_state(root)
+        assert [n.__dict__.keys() for n in ours.walk()] == [n.__dict__.keys() for n in ref.walk()]
+        # the copy shares no mutable state with the original, and a node reached twice stays one node
+        assert not {id(n) for n in ours.walk()} & {id(n) for n in root.walk()}
+        for a, b in zip(ours.walk(), root.walk()):
+            assert a.thresholds is None or a.thresholds is not b.thresholds
+            assert a.children is not b.children
+        assert _preorder(root) == list(root.walk())
+    d = _copy_tree(dag, {})
+    assert d.children[0] is d.children[1].children[0]
+    d.children[0].thresholds.append(0.75)
+    assert shared.thresholds == [0.25, 0.5]

@@ -372,3 +372,123 @@ def test_checker_edge_exactly_two_permille_is_inclusive():
     bare = [abs(p - float(y)) <= 0.002 * abs(float(y)) for p, y in zip(preds, ys)]
     assert all(ours)
     assert 0 < sum(bare) < len(bare)
+
+
+# --- the faster model build and hand-over (issue 26) against the forms they replace ---------
+
+
+def _csr_scipy(v, ri, ci, shape):
+    import scipy.sparse as sp
+
+    A = sp.csr_matrix((v, (ri, ci)), shape=shape)
+    A.sum_duplicates()
+    return A
+
+
+def _same_csr(a, b):
+    assert type(a) is type(b) and a.shape == b.shape
+    for k in ("data", "indices", "indptr"):
+        x, y = getattr(a, k), getattr(b, k)
+        assert x.dtype == y.dtype and np.array_equal(x, y), k
+
+
+@pytest.mark.parametrize("case", ["in order", "shuffled", "duplicates", "empty rows", "bad column"])
+def test_csr_equals_scipy_coo_path(case):
+    from icml26.optengine import lp
+
+    rng = np.random.default_rng(3)
+    m, n = 7, 9
+    ri = np.repeat(np.arange(m), 4)
+    ci = np.concatenate([rng.choice(n, 4, replace=False) for _ in range(m)])
+    if case == "in order":
+        ci = np.concatenate([np.sort(ci[4 * r : 4 * r + 4]) for r in range(m)])
+    if case == "duplicates":
+        ci[1] = ci[0]  # one repeated entry: SciPy's summation
+    if case == "empty rows":
+        keep = ri % 3 != 1
+        ri, ci = ri[keep], ci[keep]
+    v = rng.normal(size=ri.size)
+    if case == "bad column":
+        ci[2] = n  # out of range: SciPy's error
+        with pytest.raises(ValueError):
+            lp._csr(v, ri, ci, (m, n))
+        return
+    _same_csr(lp._csr(v, ri, ci, (m, n)), _csr_scipy(v, ri, ci, (m, n)))
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_builder_models_equal_scipy_built_ones(name, monkeypatch):
+    from icml26.optengine import lp
+
+    cls = oe.CLASSES[name]
+    for s in range(2):
+        p = cls._draw(np.random.default_rng([s, 26]), SMALL[name])
+        for drop in [frozenset()] + [frozenset([f]) for f in cls.families]:
+            new = cls.build(p, drop=drop)
+            with monkeypatch.context() as mp:
+                mp.setattr(lp, "_csr", _csr_scipy)
+                ref = cls.build(p, drop=drop)
+            _same_csr(new.A, ref.A)
+            for k in ("c", "row_lb", "row_ub", "lb", "ub", "integer"):
+                x, y = getattr(new, k), getattr(ref, k)
+                assert x.dtype == y.dtype and np.array_equal(x, y), (name, k)
+            assert oe.model_key(new) == oe.model_key(ref)
+
+
+def _highs_lp(h):
+    lp_ = h.getLp()
+    a = lp_.a_matrix_
+    return (lp_.sense_, lp_.offset_, list(lp_.col_cost_), list(lp_.col_lower_), list(lp_.col_upper_),
+            list(lp_.row_lower_), list(lp_.row_upper_), a.format_, list(a.start_), list(a.index_), list(a.value_),
+            [int(t) for t in lp_.integrality_])
+
+
+@pytest.mark.parametrize("name", ["Knapsack", "TSP", "BinPacking", "JobShop"])
+def test_array_hand_over_equals_highslp_one(name, small_instances):
+    """A MIP handed over through passModel's array form: the same HiGHS LP and the same search."""
+    import highspy
+
+    from icml26.optengine import lp
+
+    model = oe.CLASSES[name].build(small_instances[name][0].params)
+    assert model.is_mip
+
+    def highslp_form(h):  # the 0.3.0 hand-over
+        lp_ = highspy.HighsLp()
+        lp_.num_col_, lp_.num_row_ = model.n_vars, model.n_rows
+        lp_.sense_ = highspy.ObjSense.kMaximize if model.sense == "max" else highspy.ObjSense.kMinimize
+        lp_.col_cost_, lp_.offset_ = model.c, model.offset
+        lp_.col_lower_ = np.where(np.isinf(model.lb), -highspy.kHighsInf, model.lb)
+        lp_.col_upper_ = np.where(np.isinf(model.ub), highspy.kHighsInf, model.ub)
+        lp_.row_lower_ = np.where(np.isinf(model.row_lb), -highspy.kHighsInf, model.row_lb)
+        lp_.row_upper_ = np.where(np.isinf(model.row_ub), highspy.kHighsInf, model.row_ub)
+        A = model.A.tocsr()
+        lp_.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+        lp_.a_matrix_.num_col_, lp_.a_matrix_.num_row_ = model.n_vars, model.n_rows
+        lp_.a_matrix_.start_, lp_.a_matrix_.index_ = A.indptr.astype(np.int32), A.indices.astype(np.int32)
+        lp_.a_matrix_.value_ = A.data.astype(float)
+        lp_.integrality_ = [highspy.HighsVarType.kInteger if b else highspy.HighsVarType.kContinuous for b in model.integer]
+        h.passModel(lp_)
+
+    runs = []
+    for make, hand_over in ((lp._new_highs, lp._pass_model), (highspy.Highs, highslp_form)):
+        h = make()
+        for k, v in (("output_flag", False), ("threads", 1), ("random_seed", 0), ("mip_rel_gap", 1e-6)):
+            h.setOptionValue(k, v)
+        hand_over(h) if hand_over is highslp_form else hand_over(h, model)
+        runs.append(_highs_lp(h))
+        h.run()
+        info = h.getInfo()
+        runs.append((info.objective_function_value, info.mip_node_count, info.simplex_iteration_count,
+                     np.asarray(h.getSolution().col_value).tobytes()))
+    assert runs[0] == runs[2] and runs[1] == runs[3]
+
+
+def test_to_highs_is_what_solve_runs(small_instances):
+    model = oe.CLASSES["TSP"].build(small_instances["TSP"][0].params)
+    h = oe.to_highs(model, mip_rel_gap=1e-6)
+    assert h.getLp().num_col_ == model.n_vars and h.getLp().num_row_ == model.n_rows
+    h.run()
+    r = oe.solve(model, mip_rel_gap=1e-6)
+    assert h.getInfo().objective_function_value == r.objective
+    assert np.array_equal(np.asarray(h.getSolution().col_value), r.x)

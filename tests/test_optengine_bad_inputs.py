@@ -67,14 +67,15 @@ def test_model_builder_rejects_bad_sense_and_negative_shapes(sense, neg):
     rejects(lp.ModelBuilder().var, (2, neg), match="negative")
 
 
-@covers("optengine.lp.solve", "optengine.lp.to_lp_text", "optengine.lp.model_key")
+@covers("optengine.lp.solve", "optengine.lp.to_highs", "optengine.lp.to_lp_text", "optengine.lp.model_key")
 @FAST
 @given(bad=wrong_type, t=non_positive, gap=non_positive)
 def test_solvers_reject_non_models_and_bad_limits(bad, t, gap):
-    for fn in (lp.solve, lp.to_lp_text, lp.model_key):
+    for fn in (lp.solve, lp.to_highs, lp.to_lp_text, lp.model_key):
         rejects(fn, bad, match="LinearModel")
     rejects(lp.solve, _model(), time_limit=t, match="time_limit")
     rejects(lp.solve, _model(), mip_rel_gap=gap, match="mip_rel_gap")
+    rejects(lp.to_highs, _model(), mip_rel_gap=gap, match="mip_rel_gap")
 
 
 @covers("optengine.lp.solve_lp_text")

@@ -261,6 +261,38 @@ class StepResult:
     info: dict[str, Any]
 
 
+def _preorder(node: IntentNode) -> list[IntentNode]:
+    """``list(node.walk())``, the same depth-first order, without a generator per node."""
+    out, stack = [], [node]
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        stack.extend(reversed(n.children))
+    return out
+
+
+def _copy_tree(node: IntentNode, memo: dict[int, IntentNode]) -> IntentNode:
+    """A copy of the subtree under ``node``, as ``copy.deepcopy`` makes it, without its generic machinery.
+
+    Each node is a new :class:`IntentNode` with the same attributes (strings, path tuples and
+    numbers are immutable and shared, as deepcopy shares them), its own ``thresholds`` list
+    and its own list of copied children; ``memo`` (``id`` of a node -> its copy) keeps a
+    node reached twice one node, as deepcopy's memo does. ``__post_init__`` is not run again:
+    the copied values were checked when the original was made.
+    """
+    done = memo.get(id(node))
+    if done is not None:
+        return done
+    new = object.__new__(IntentNode)
+    memo[id(node)] = new
+    attrs = dict(node.__dict__)
+    attrs["children"] = [_copy_tree(c, memo) for c in node.children]
+    if node.thresholds is not None:
+        attrs["thresholds"] = list(node.thresholds)
+    new.__dict__.update(attrs)
+    return new
+
+
 def _subtree_satisfied(node: IntentNode) -> bool:
     if not node.children:
         return node.satisfied == 1
@@ -365,12 +397,12 @@ class IntentSimulator:
 
     def levels(self) -> dict[str, float]:
         """Discovery and satisfaction levels (mean over dimensions of score / node count)."""
-        aw = [hierarchy_score([r], "aware") for r in self.roots]
-        sa = [hierarchy_score([r], "satisfied") for r in self.roots]
-        return {"discover": float(np.mean([s / n for s, n in aw])), "satisfy": float(np.mean([s / n for s, n in sa]))}
+        aw = [_score([r], "aware") for r in self.roots]  # hierarchy_score's (total, _, count)
+        sa = [_score([r], "satisfied") for r in self.roots]
+        return {"discover": float(np.mean([s / n for s, _, n in aw])), "satisfy": float(np.mean([s / n for s, _, n in sa]))}
 
     def _raw(self, attr: str) -> float:
-        scores = [hierarchy_score([r], attr)[0] for r in self.roots]
+        scores = [_score([r], attr)[0] for r in self.roots]  # hierarchy_score([r], attr)[0]
         # "sum": the authors' one criterion holding every root
         return float(np.sum(scores) if self.awareness == "sum" else np.mean(scores))
 
@@ -507,7 +539,7 @@ class IntentSimulator:
         if not self.focus and all(_subtree_satisfied(r) for r in self.roots):
             return
         window = self._window()
-        updated = {p: self._update_root(copy.deepcopy(self.roots[p]), msg) for p in window}
+        updated = {p: self._update_root(_copy_tree(self.roots[p], {}), msg) for p in window}
         if not self.focus:
             for p in window:
                 self.roots[p] = updated[p]
@@ -537,9 +569,10 @@ class IntentSimulator:
         return out
 
     def _update_root(self, root: IntentNode, msg: Message) -> IntentNode:
-        intent_paths = {(n.dim, n.path) for n in root.walk()}
+        nodes = _preorder(root)
+        intent_paths = {(n.dim, n.path) for n in nodes}
         # Which nodes are evaluated: the pre-message state decides skipping (as in the authors' updater).
-        skip = {id(n) for n in root.walk() if _is_skip(n)}
+        skip = {id(n) for n in nodes if _is_skip(n)}
 
         def visit(node: IntentNode, parent_ok: bool) -> None:
             if id(node) in skip:
@@ -584,9 +617,10 @@ class IntentSimulator:
         discovered, emerging, satisfied = {}, {}, {}
         for p in shown:
             r = self.roots[p]
-            deepest = max((n.path for n in r.walk() if n.aware == 1), key=len, default=())
+            nodes = _preorder(r)
+            deepest = max((n.path for n in nodes if n.aware == 1), key=len, default=())
             discovered[r.dim] = deepest
-            emerging[r.dim] = any(n.aware == 0.5 for n in r.walk())
+            emerging[r.dim] = any(n.aware == 0.5 for n in nodes)
             satisfied[r.dim] = _subtree_satisfied(r)
         if initial:
             parts = ["I would like something about " + ", ".join(r.dim for r in self.roots) + "."]

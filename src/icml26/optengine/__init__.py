@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from .checker import REL_TOL, SPECIAL, check_answer, parse_answer
 from .instances import Instance, generate, generate_grid, instance_from_text, make_instance
-from .lp import INF, LinearModel, ModelBuilder, SolveResult, model_key, solve, solve_lp_text, to_lp_text
+from .lp import INF, LinearModel, ModelBuilder, SolveResult, model_key, solve, solve_lp_text, to_highs, to_lp_text
 from .paradigms import (
     PARADIGMS,
     PLAN_FORMAT,
@@ -65,7 +65,7 @@ from .problems import (
 from .text import Block, InstanceError
 
 __all__ = [
-    "INF", "LinearModel", "ModelBuilder", "SolveResult", "solve", "solve_lp_text", "to_lp_text", "model_key",
+    "INF", "LinearModel", "ModelBuilder", "SolveResult", "solve", "solve_lp_text", "to_highs", "to_lp_text", "model_key",
     "Block", "InstanceError",
     "ProblemClass", "PlanCheck", "CLASSES", "get_class", "Knapsack", "TSP", "BinPacking", "JobShop", "Inventory",
     "Portfolio", "NetworkFlow", "Transportation", "Production", "Pollution", "first_fit_decreasing", "least_cost_method",

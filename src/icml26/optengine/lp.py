@@ -33,7 +33,7 @@ import scipy.sparse as sp
 
 from ._checks import check_real, check_type
 
-__all__ = ["INF", "LinearModel", "ModelBuilder", "SolveResult", "solve", "to_lp_text", "solve_lp_text", "model_key"]
+__all__ = ["INF", "LinearModel", "ModelBuilder", "SolveResult", "solve", "to_highs", "to_lp_text", "solve_lp_text", "model_key"]
 
 INF = math.inf
 
@@ -171,6 +171,55 @@ class LinearModel:
         return bool(ok)
 
 
+def _filled(value: Any, shape: tuple[int, ...], k: int) -> np.ndarray:
+    """``value`` (a number or an array) broadcast to ``shape`` as a new flat float array of length ``k``."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return np.full(k, float(value))
+    return np.broadcast_to(np.asarray(value, float), shape).ravel().copy()
+
+
+def _csr(v: np.ndarray, ri: np.ndarray, ci: np.ndarray, shape: tuple[int, int]) -> sp.csr_matrix:
+    """The CSR matrix with entries ``v[k]`` at ``(ri[k], ci[k])``, duplicates summed, indices sorted.
+
+    The same matrix (data, indices, index dtype) as
+    ``sp.csr_matrix((v, (ri, ci)), shape=shape)`` followed by ``sum_duplicates()``. When no
+    ``(row, column)`` pair repeats, the canonical layout is unique: a stable sort of the
+    entries by ``(row, column)`` (none when they already come in that order) and the row
+    counts give it directly, without SciPy's COO conversion. Otherwise (a repeated entry,
+    whose sum SciPy forms in its own order, or an index SciPy must refuse) it is SciPy's path.
+
+    Parameters
+    ----------
+    v : ndarray of float, shape (nnz,)
+        Entries.
+    ri, ci : ndarray of int, shape (nnz,)
+        Their row and column indices.
+    shape : (int, int)
+        ``(m, n)``.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix, shape (m, n)
+    """
+    m, n = shape
+    if ri.size and ri.dtype.kind in "iu" and ci.dtype.kind in "iu" and max(m, n, ri.size) < 2**31 - 1:
+        key = ri.astype(np.int64) * n + ci  # (nnz,) row-major position
+        if ci.min() >= 0 and ci.max() < n and ri.min() >= 0 and ri.max() < m:
+            if (key[1:] > key[:-1]).all():  # already in order, no duplicate entry
+                data, indices = v, ci
+            else:
+                order = np.argsort(key, kind="stable")
+                ks = key[order]
+                data, indices = (None, None) if (ks[1:] == ks[:-1]).any() else (v[order], ci[order])
+            if data is not None:
+                indptr = np.zeros(m + 1, np.int32)
+                np.cumsum(np.bincount(ri, minlength=m), out=indptr[1:])
+                return sp.csr_matrix((data.astype(float), indices.astype(np.int32), indptr), shape=(m, n))
+    A = sp.csr_matrix((v, (ri, ci)), shape=(m, n))
+    A.sum_duplicates()
+    return A
+
+
 class ModelBuilder:
     """Accumulate variables and rows, then :meth:`build` a :class:`LinearModel`.
 
@@ -230,10 +279,10 @@ class ModelBuilder:
         shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
         if any(int(s) < 0 for s in shape):
             raise ValueError(f"shape={shape!r} must not have negative entries")
-        k = int(np.prod(shape)) if shape else 1
+        k = math.prod(int(s) for s in shape)
         idx = np.arange(self.n, self.n + k).reshape(shape)
-        self._lb.append(np.broadcast_to(np.asarray(lb, float), shape).ravel().copy())
-        self._ub.append(np.broadcast_to(np.asarray(ub, float), shape).ravel().copy())
+        self._lb.append(_filled(lb, shape, k))
+        self._ub.append(_filled(ub, shape, k))
         self._int.append(np.full(k, bool(integer)))
         self._c.append(np.zeros(k))
         self.n += k
@@ -259,7 +308,9 @@ class ModelBuilder:
         ----------
         .. [1] Chen et al., ICML 2026 (arXiv:2601.19924).
         """
-        cols, coefs = np.broadcast_arrays(np.asarray(cols), np.asarray(coefs, float))
+        cols, coefs = np.asarray(cols), np.asarray(coefs, float)
+        if cols.shape != coefs.shape:
+            cols, coefs = np.broadcast_arrays(cols, coefs)
         self._obj.append((cols.ravel(), coefs.ravel()))
         self.offset += float(offset)
 
@@ -284,15 +335,17 @@ class ModelBuilder:
         .. [1] Chen et al., ICML 2026 (arXiv:2601.19924).
         """
         cols = np.atleast_2d(np.asarray(cols))
-        coefs = np.broadcast_to(np.asarray(coefs, float), cols.shape)
+        coefs = np.asarray(coefs, float)
+        if coefs.shape != cols.shape:
+            coefs = np.broadcast_to(coefs, cols.shape)
         k, t = cols.shape
         if k == 0:
             return
         self._ri.append(np.repeat(np.arange(self.m, self.m + k), t))
         self._ci.append(cols.ravel())
         self._v.append(coefs.ravel())
-        self._rlb.append(np.broadcast_to(np.asarray(lo, float), (k,)).copy())
-        self._rub.append(np.broadcast_to(np.asarray(hi, float), (k,)).copy())
+        self._rlb.append(_filled(lo, (k,), k))
+        self._rub.append(_filled(hi, (k,), k))
         self.m += k
 
     def build(self) -> LinearModel:
@@ -311,14 +364,11 @@ class ModelBuilder:
         ----------
         .. [1] Chen et al., ICML 2026 (arXiv:2601.19924).
         """
-        c = np.concatenate(self._c) if self._c else np.zeros(0)
+        c = np.zeros(self.n)  # the blocks' zeros, concatenated
         for cols, coefs in self._obj:
             np.add.at(c, cols, coefs)
         if self._ri:
-            A = sp.csr_matrix(
-                (np.concatenate(self._v), (np.concatenate(self._ri), np.concatenate(self._ci))), shape=(self.m, self.n)
-            )
-            A.sum_duplicates()
+            A = _csr(np.concatenate(self._v), np.concatenate(self._ri), np.concatenate(self._ci), (self.m, self.n))
             rlb, rub = np.concatenate(self._rlb), np.concatenate(self._rub)
         else:
             A, rlb, rub = sp.csr_matrix((0, self.n)), np.zeros(0), np.zeros(0)
@@ -386,9 +436,18 @@ _HIGHS_QUIET = False
 
 
 def _new_highs():
-    """A fresh ``highspy.Highs`` with logging off (its one-time banner goes to /dev/null)."""
+    """A fresh HiGHS object with logging off (its one-time banner goes to /dev/null).
+
+    It is highspy's C++ class itself (``highspy._core._Highs``), of which ``highspy.Highs``
+    is the Python subclass that adds callbacks, interrupt handling and the modelling layer;
+    every call made here (options, ``passModel``, ``run``, ``writeModel``, ``readModel``,
+    results) is the C++ method in both. Without the subclass's per-object callback table a
+    new object costs half as much and is freed as soon as it is dropped (a ``highspy.Highs``
+    refers to itself through its callbacks, so only the garbage collector frees it).
+    """
     global _HIGHS_QUIET
     import highspy
+    from highspy import _core
 
     if not _HIGHS_QUIET:  # the licence banner is printed by C++ once per process
         sys.stdout.flush()
@@ -396,14 +455,15 @@ def _new_highs():
         devnull = os.open(os.devnull, os.O_WRONLY)
         try:
             os.dup2(devnull, 1)
-            h = highspy.Highs()
+            highspy.Highs()  # the banner comes with the first highspy.Highs of the process
+            h = _core._Highs()
         finally:
             os.dup2(saved, 1)
             os.close(devnull)
             os.close(saved)
         _HIGHS_QUIET = True
     else:
-        h = highspy.Highs()
+        h = _core._Highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("threads", 1)
     h.setOptionValue("random_seed", 0)
@@ -434,16 +494,32 @@ def _pass_model(h, model: LinearModel) -> None:
     """Hand ``model`` to a Highs object (HiGHS keeps the sense, so an LP file says "max")."""
     import highspy
 
+    inf = highspy.kHighsInf
+    sense = highspy.ObjSense.kMaximize if model.sense == "max" else highspy.ObjSense.kMinimize
+    if model.is_mip:
+        # the array form of passModel (HiGHS's C API): the same HighsLp, without converting
+        # every array element by element into a std::vector
+        A = model.A.tocsr()
+        h.passModel(
+            model.n_vars, model.n_rows, A.nnz, int(highspy.MatrixFormat.kRowwise), int(sense), float(model.offset),
+            np.asarray(model.c, float),
+            np.where(np.isinf(model.lb), -inf, model.lb), np.where(np.isinf(model.ub), inf, model.ub),
+            np.where(np.isinf(model.row_lb), -inf, model.row_lb), np.where(np.isinf(model.row_ub), inf, model.row_ub),
+            A.indptr.astype(np.int32), A.indices.astype(np.int32), A.data.astype(float),
+            model.integer.astype(np.int32),  # 1 = HighsVarType.kInteger, 0 = kContinuous
+        )
+        return
+    # an LP keeps HiGHS's empty integrality vector (the array form would fill it with kContinuous)
     lp = highspy.HighsLp()
     lp.num_col_ = model.n_vars
     lp.num_row_ = model.n_rows
-    lp.sense_ = highspy.ObjSense.kMaximize if model.sense == "max" else highspy.ObjSense.kMinimize
+    lp.sense_ = sense
     lp.col_cost_ = model.c
     lp.offset_ = model.offset
-    lp.col_lower_ = np.where(np.isinf(model.lb), -highspy.kHighsInf, model.lb)
-    lp.col_upper_ = np.where(np.isinf(model.ub), highspy.kHighsInf, model.ub)
-    lp.row_lower_ = np.where(np.isinf(model.row_lb), -highspy.kHighsInf, model.row_lb)
-    lp.row_upper_ = np.where(np.isinf(model.row_ub), highspy.kHighsInf, model.row_ub)
+    lp.col_lower_ = np.where(np.isinf(model.lb), -inf, model.lb)
+    lp.col_upper_ = np.where(np.isinf(model.ub), inf, model.ub)
+    lp.row_lower_ = np.where(np.isinf(model.row_lb), -inf, model.row_lb)
+    lp.row_upper_ = np.where(np.isinf(model.row_ub), inf, model.row_ub)
     A = model.A.tocsr()
     lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
     lp.a_matrix_.num_col_ = model.n_vars
@@ -451,8 +527,6 @@ def _pass_model(h, model: LinearModel) -> None:
     lp.a_matrix_.start_ = A.indptr.astype(np.int32)
     lp.a_matrix_.index_ = A.indices.astype(np.int32)
     lp.a_matrix_.value_ = A.data.astype(float)
-    if model.is_mip:
-        lp.integrality_ = [highspy.HighsVarType.kInteger if b else highspy.HighsVarType.kContinuous for b in model.integer]
     h.passModel(lp)
 
 
@@ -487,11 +561,43 @@ def solve(model: LinearModel, *, time_limit: float | None = None, mip_rel_gap: f
     time_limit = check_real(time_limit, "time_limit", positive=True, allow_none=True)
     gap = check_real(mip_rel_gap, "mip_rel_gap", positive=True)
     t0 = time.perf_counter()
+    h = _to_highs(model, gap)
+    status, obj, x = _run(h, time_limit)
+    return SolveResult(status, obj, x, time.perf_counter() - t0)
+
+
+def _to_highs(model: LinearModel, gap: float):
     h = _new_highs()
     h.setOptionValue("mip_rel_gap", gap)
     _pass_model(h, model)
-    status, obj, x = _run(h, time_limit)
-    return SolveResult(status, obj, x, time.perf_counter() - t0)
+    return h
+
+
+def to_highs(model: LinearModel, *, mip_rel_gap: float = 1e-6):
+    """The HiGHS object that :func:`solve` runs: ``model`` handed over, options set, not yet solved.
+
+    One thread, ``random_seed=0``, logging off, the given relative MIP gap; ``run()`` on it
+    is :func:`solve`'s search. The model's build and hand-over, without the search (what the
+    chapter's benchmark times against another way of writing the same model).
+
+    Parameters
+    ----------
+    model : LinearModel
+        The programme.
+    mip_rel_gap : float
+        As in :func:`solve`.
+
+    Returns
+    -------
+    highspy._core._Highs
+        Ready to ``run()``.
+
+    References
+    ----------
+    .. [1] Huangfu & Hall, Math. Prog. Comp. 10 (2018) (HiGHS).
+    """
+    _check_model(model, "to_highs")
+    return _to_highs(model, check_real(mip_rel_gap, "mip_rel_gap", positive=True))
 
 
 def to_lp_text(model: LinearModel) -> str:
