@@ -34,3 +34,29 @@ def test_compare_records_rows_per_size_and_keeps_runs_apart(tmp_path, monkeypatc
         bench.record("99-x", "sum", {"size": 5, "ours_s": 0, "reference_s": 2.0}, reference_name="p", scale="ci", seed=0)
     with pytest.raises(ValueError, match="needs 'reference_s'"):
         bench.record("99-x", "sum", {"size": 5, "ours_s": 1.0}, reference_name="p", scale="ci", seed=0)
+
+
+def test_timeit_pair_alternates_the_sides_and_counts_cpu_time():
+    import time
+
+    from icml26.book import bench
+
+    calls = []
+    a_stats, b_stats = bench.timeit_pair(lambda: calls.append("a"), lambda: calls.append("b"), repeat=3, warmup=1)
+    assert calls == ["a", "b"] * 4  # one warm-up round, then a, b, a, b, ...: a load burst falls on both sides
+    assert a_stats["repeat"] == b_stats["repeat"] == 3
+
+    def spin():  # CPU work
+        t0 = time.process_time()
+        while time.process_time() - t0 < 0.01:
+            pass
+
+    sleeping, spinning = bench.timeit_pair(lambda: time.sleep(0.01), spin, repeat=3, warmup=0)
+    # waiting is not work: a sleeping call costs (almost) no CPU time, a spinning one its 10 ms
+    assert sleeping["median"] < 0.003 < 0.009 < spinning["median"]
+    wall = bench.timeit(lambda: time.sleep(0.01), repeat=2, warmup=0)  # the default clock of timeit is wall time
+    assert wall["median"] >= 0.009
+    import pytest
+
+    with pytest.raises(ValueError, match="repeat=0"):
+        bench.timeit_pair(spin, spin, repeat=0)

@@ -9,11 +9,34 @@ from typing import Any
 import numpy as np
 
 
-def timeit(fn: Callable[[], Any], *, repeat: int = 5, warmup: int = 1, min_time: float = 0.0) -> dict[str, float]:
+def _sample(fn: Callable[[], Any], min_time: float, clock: Callable[[], float]) -> float:
+    """Seconds per call of ``fn`` by ``clock``, looping until ``min_time`` has passed (at least once)."""
+    n, t0 = 0, clock()
+    while True:
+        fn()
+        n += 1
+        elapsed = clock() - t0
+        if elapsed >= min_time:
+            return elapsed / n
+
+
+def _summary(samples: list[float], repeat: int) -> dict[str, float]:
+    s = np.asarray(samples)
+    return {
+        "median": float(np.median(s)),
+        "q25": float(np.quantile(s, 0.25)),
+        "q75": float(np.quantile(s, 0.75)),
+        "min": float(s.min()),
+        "repeat": float(repeat),
+    }
+
+
+def timeit(fn: Callable[[], Any], *, repeat: int = 5, warmup: int = 1, min_time: float = 0.0,
+           clock: Callable[[], float] = time.perf_counter) -> dict[str, float]:
     """Time ``fn()`` ``repeat`` times after ``warmup`` untimed calls.
 
-    Each timed sample loops ``fn`` until ``min_time`` seconds have passed (at least once),
-    so very fast calls are still measured above the clock's resolution.
+    Each timed sample loops ``fn`` until ``min_time`` seconds (by ``clock``) have passed
+    (at least once), so very fast calls are still measured above the clock's resolution.
 
     Returns
     -------
@@ -24,24 +47,32 @@ def timeit(fn: Callable[[], Any], *, repeat: int = 5, warmup: int = 1, min_time:
         raise ValueError(f"repeat={repeat!r} must be >= 1")
     for _ in range(max(0, warmup)):
         fn()
-    samples = []
+    return _summary([_sample(fn, min_time, clock) for _ in range(repeat)], repeat)
+
+
+def timeit_pair(a: Callable[[], Any], b: Callable[[], Any], *, repeat: int = 5, warmup: int = 1, min_time: float = 0.0,
+                clock: Callable[[], float] = time.process_time) -> tuple[dict[str, float], dict[str, float]]:
+    """Time two calls doing the same work, alternating sample by sample (a, b, a, b, ...).
+
+    A change of load during the measurement then falls on both sides alike. The default
+    clock is the process's CPU time: the book's chapters run one torch/BLAS thread, so it
+    is the time each side needs on an idle core, whatever else shares the machine.
+
+    Returns
+    -------
+    tuple of dict
+        :func:`timeit`'s summary for ``a`` and for ``b``.
+    """
+    if repeat < 1:
+        raise ValueError(f"repeat={repeat!r} must be >= 1")
+    for _ in range(max(0, warmup)):
+        a()
+        b()
+    sa, sb = [], []
     for _ in range(repeat):
-        n, t0 = 0, time.perf_counter()
-        while True:
-            fn()
-            n += 1
-            elapsed = time.perf_counter() - t0
-            if elapsed >= min_time:
-                break
-        samples.append(elapsed / n)
-    s = np.asarray(samples)
-    return {
-        "median": float(np.median(s)),
-        "q25": float(np.quantile(s, 0.25)),
-        "q75": float(np.quantile(s, 0.75)),
-        "min": float(s.min()),
-        "repeat": float(repeat),
-    }
+        sa.append(_sample(a, min_time, clock))
+        sb.append(_sample(b, min_time, clock))
+    return _summary(sa, repeat), _summary(sb, repeat)
 
 
 def compare(
@@ -61,8 +92,9 @@ def compare(
 ) -> dict[str, Any]:
     """Time our implementation against a reference on the same work, side by side, and record it.
 
-    Both callables are timed in the same run by :func:`timeit` (alternately sample by
-    sample would be fairer still; here one after the other). The figures go to
+    Both callables are timed in the same run by :func:`timeit_pair`: alternately, sample
+    by sample, in CPU seconds of this process (chapters use one thread), so that the
+    ratio does not move with the machine's load. The figures go to
     ``records_dir(chapter, scale, seed)/bench/<name>.json`` (one row per ``size``), where the
     book's performance page gathers them.
 
@@ -99,8 +131,7 @@ def compare(
     check_seed(seed)
     if not name or "/" in name:
         raise ValueError(f"name={name!r} must be a non-empty string without '/'")
-    t_ours = timeit(ours, repeat=repeat, min_time=min_time)
-    t_ref = timeit(reference, repeat=repeat, min_time=min_time)
+    t_ours, t_ref = timeit_pair(ours, reference, repeat=repeat, min_time=min_time)
     row = {
         "size": float(size),
         "ours_s": t_ours["median"],

@@ -267,7 +267,8 @@ def performance_markdown(book: Book, scale: str, figure: str | None = None) -> s
         "Every figure on this page comes from records the chapters and the command line wrote when they ran; "
         f"nothing is typed by hand. Benchmarks are from the `{scale}` runs rendered in this book, on the machine "
         "named on the status page. A ratio above 1 means our implementation is faster than the reference on the "
-        "same work; times are medians of repeated calls, measured one after the other in the same run.",
+        "same work; times are medians of repeated calls in CPU seconds, the two sides measured alternately, "
+        "sample by sample, in the same run (so that the machine's load falls on both alike).",
         "",
         "## Benchmarks by chapter",
         "",
