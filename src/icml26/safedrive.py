@@ -1396,6 +1396,39 @@ def _pair_clearance(pa, pb_x, pb_y, c: RoadConfig):
     return d.amin((-1, -2)) - 2 * r
 
 
+def _violations(tr, oth_x, oth_y, counted, clearance: float, c: RoadConfig, *, per_vehicle: bool):
+    """The evasion's clearance penalty per scene, :math:`\\sum_{t, j} [\\text{clearance} - c_{tj}]_+^2`
+    over counted vehicles :math:`j`, differentiated only where it is non-zero (torch).
+
+    ``tr`` (B, T, 4) are the ego's states (with gradients), ``oth_x``, ``oth_y`` (B, T, N, 3) the
+    fixed vehicles' disc centres and ``counted`` (B, 1, N) which vehicles count. The dense form
+    ``(relu(clearance - clr) ** 2 * mask).sum((1, 2))`` spends most of an Adam step on the
+    (B, T, N, 3, 3) disc pairs of entries whose penalty and gradient are exactly zero; here one
+    pass without autograd finds the violated (scene, step, vehicle) entries, and only those are
+    recomputed with autograd, by the same arithmetic, so that every gradient is the dense one
+    bit for bit (a test compares them). With ``per_vehicle`` the ego's discs are taken per
+    (step, vehicle) entry, as :func:`evade_ego`'s dense form did on the ego expanded over the
+    vehicles; otherwise once per violated (scene, step), as :func:`_disc_clearance_to`. The
+    value (for the loss only, never read back) may differ from the dense sum in the last bits.
+
+    Returns
+    -------
+    torch.Tensor, shape (B,)
+    """
+    import torch
+
+    with torch.no_grad():
+        clr_all = _pair_clearance(_disc_centres(tr, c)[:, :, None], oth_x, oth_y, c)  # (B, T, N)
+        bi, ti, ni = (((clearance - clr_all) > 0) & counted).nonzero(as_tuple=True)
+    if per_vehicle:
+        pa = _disc_centres(tr[bi, ti], c)  # (K, 3, 2)
+    else:
+        bt, inv = torch.unique(bi * tr.shape[1] + ti, return_inverse=True)  # the violated (scene, step)s
+        pa = _disc_centres(tr[bt // tr.shape[1], bt % tr.shape[1]], c)[inv]  # (K, 3, 2)
+    clr = _pair_clearance(pa, oth_x[bi, ti, ni], oth_y[bi, ti, ni], c)  # (K,)
+    return torch.zeros(tr.shape[0], dtype=tr.dtype).index_add(0, bi, torch.relu(clearance - clr) ** 2)
+
+
 def _to_raw(ctrl: np.ndarray, c: RoadConfig) -> np.ndarray:
     lo, hi = c.accel_bounds
     a = np.clip((ctrl[..., 0] - (hi + lo) / 2) / ((hi - lo) / 2), -0.98, 0.98)
@@ -1668,18 +1701,19 @@ def evade_ego(scenes: SceneBatch, scene_idx: np.ndarray, adversary: np.ndarray, 
     m = b.present[si].copy()
     m[:, 0] = False
     oth = torch.as_tensor(others)
-    mask = torch.as_tensor(m, dtype=torch.float64)
     log = torch.as_tensor(b.states[si, :, 0])
     s0 = log[:, 0]
     raw = torch.tensor(_to_raw(b.controls[si, :, 0], c), requires_grad=True)
-    oth_xy = _split_xy(_disc_centres(oth, c))  # (B, T+1, N, 3) each: the others are fixed while planning
+    oth_x, oth_y = _split_xy(_disc_centres(oth, c))  # (B, T+1, N, 3) each: the others are fixed while planning
+    counted = torch.as_tensor(m)[:, None]  # (B, 1, N) bool
     opt = torch.optim.Adam([raw], lr=lr)
     for _ in range(iters):
         ctrl = _from_raw(raw, c)
         tr = _rollout_torch(s0, ctrl, c)  # (B, T+1, 4)
-        # = _disc_clearance(tr[:, :, None].expand_as(oth), oth, c), the ego's discs still taken per vehicle
-        clr = _pair_clearance(_disc_centres(tr[:, :, None].expand_as(oth), c), *oth_xy, c)  # (B, T+1, N)
-        viol = (torch.relu(clearance - clr) ** 2 * mask[:, None]).sum((1, 2))
+        # the penalty 50 [clearance - c_tj]_+^2 has a gradient only where the clearance is violated: find
+        # those (scene, step, vehicle) entries without autograd, then differentiate there alone
+        # (_violations: the same values and gradients as the dense form, a few entries instead of B (T+1) N)
+        viol = _violations(tr, oth_x, oth_y, counted, clearance, c, per_vehicle=True)  # (B,)
         track = ((tr[..., 0] - log[..., 0]) ** 2 + lateral_weight * (tr[..., 1] - log[..., 1]) ** 2).mean(-1)
         lo, hi = c.accel_bounds
         effort = ((ctrl[..., 0] / max(-lo, hi)) ** 2 + (ctrl[..., 1] / c.steer_max) ** 2).mean(-1)
@@ -1822,7 +1856,7 @@ def evade_ego_receding(scenes: SceneBatch, scene_idx: np.ndarray, adversary: np.
     others[np.arange(len(si)), :, adv] = at
     m = b.present[si].copy()
     m[:, 0] = False
-    mask = torch.as_tensor(m, dtype=torch.float64)
+    counted = torch.as_tensor(m)[:, None]  # (B, 1, N) bool: every present vehicle but the ego
     log = torch.as_tensor(b.states[si, :, 0])  # (B, T+1, 4)
     plan = _to_raw(b.controls[si, :, 0], c)  # (B, T, 2), raw (pre-tanh) controls
     ego = np.empty((len(si), T + 1, 4))
@@ -1831,16 +1865,16 @@ def evade_ego_receding(scenes: SceneBatch, scene_idx: np.ndarray, adversary: np.
     for k0 in range(0, T, n_step_action):
         L = T - k0
         pred = torch.as_tensor(_predict_cv(others[:, k0], L, c.dt).transpose(0, 2, 1, 3))  # (B, L+1, N, 4)
-        pred_xy = _split_xy(_disc_centres(pred[:, 1:], c))  # (B, L, N, 3) each: fixed while planning
+        pred_x, pred_y = _split_xy(_disc_centres(pred[:, 1:], c))  # (B, L, N, 3) each: fixed while planning
         s0 = torch.as_tensor(ego[:, k0])
         raw = torch.tensor(plan[:, k0:], requires_grad=True)  # (B, L, 2)
         opt = torch.optim.Adam([raw], lr=lr)
         for _ in range(iters if k0 == 0 else replan_iters):
             ctrl = _from_raw(raw, c)
             tr = _rollout_torch_scan(s0, ctrl, c)  # (B, L+1, 4)
-            # (B, L, N), future steps only: _disc_clearance_to(tr[:, 1:], pred discs, c)
-            clr = _pair_clearance(_disc_centres(tr[:, 1:], c)[:, :, None], *pred_xy, c)
-            viol = (torch.relu(clearance - clr) ** 2 * mask[:, None]).sum((1, 2))
+            # future steps only; the same sum as (relu(clearance - _disc_clearance_to(tr[:, 1:], pred discs, c))^2
+            # * mask).sum((1, 2)), differentiated only where the clearance is violated (see _violations)
+            viol = _violations(tr[:, 1:], pred_x, pred_y, counted, clearance, c, per_vehicle=False)  # (B,)
             track = ((tr[..., 0] - log[:, k0:, 0]) ** 2 + lateral_weight * (tr[..., 1] - log[:, k0:, 1]) ** 2).mean(-1)
             effort = ((ctrl[..., 0] / max(-lo, hi)) ** 2 + (ctrl[..., 1] / c.steer_max) ** 2).mean(-1)
             loss = (50 * viol + track_weight * track + 10 * _road_penalty(tr, c) + 0.1 * effort).sum()
