@@ -797,10 +797,13 @@ def rollout_traffic(states0: np.ndarray, present: np.ndarray, v0: np.ndarray, ho
     if v0.shape != pr.shape or np.any(~np.isfinite(v0)) or np.any(v0 <= 0):
         raise ValueError(f"v0 must be a finite positive array of shape {pr.shape}")
     check_no_overlap(s0, pr, c)
-    if s0.shape[0] == 1:
-        # one scene: NumPy's fixed cost per call (about 80 array calls a step on at most nine
-        # vehicles) exceeds the scalar loop's arithmetic, so the loop is the right tool here
-        return _rollout_traffic_loop(s0, pr, v0, horizon, c)
+    states, controls = _rollout_vec(s0, pr, v0, horizon, c)
+    return SceneBatch(states, controls, pr.copy(), v0.copy(), c)
+
+
+def _rollout_steps(s0: np.ndarray, pr: np.ndarray, v0: np.ndarray, horizon: int, c: RoadConfig) -> tuple[np.ndarray, np.ndarray]:
+    """The earlier form of :func:`_rollout_vec` (:func:`_traffic_controls` then :func:`_bicycle_step`
+    every step), kept as the test oracle that :func:`_rollout_vec` reproduces bit for bit."""
     states = np.zeros((s0.shape[0], horizon + 1) + s0.shape[1:])
     controls = np.zeros((s0.shape[0], horizon) + s0.shape[1:2] + (2,))
     states[:, 0] = s0
@@ -811,7 +814,97 @@ def rollout_traffic(states0: np.ndarray, present: np.ndarray, v0: np.ndarray, ho
         controls[:, t] = ctrl
         nxt = _bicycle_step(states[:, t], ctrl, c.dt, c.wheelbase)
         states[:, t + 1] = np.where(pr[..., None], nxt, states[:, t])
-    return SceneBatch(states, controls, pr.copy(), v0.copy(), c)
+    return states, controls
+
+
+def _rollout_vec(s0: np.ndarray, pr: np.ndarray, v0: np.ndarray, horizon: int, c: RoadConfig) -> tuple[np.ndarray, np.ndarray]:
+    """The vectorised traffic model of :func:`rollout_traffic`: states (S, T+1, N, 4), controls (S, T, N, 2).
+
+    The arithmetic of :func:`_traffic_controls` and :func:`_bicycle_step`, element for element,
+    with about half the NumPy calls per step, which is what a step costs on a few scenes of at
+    most nine vehicles: what depends only on who is present, on the targets (which change only at
+    decision steps) or on a vehicle's own speed (the free-road and desired-gap terms of the IDM,
+    shared by the current, new-lane and follower accelerations) is computed once; both lane-change
+    directions are decided in one pass; a gap of ``inf`` needs no masking ((s*/inf)^2 = 0); the
+    controls and the next states are written in place. Bit-identical to :func:`_rollout_steps`
+    (tested).
+    """
+    S, N = pr.shape
+    L = c.n_lanes
+    states = np.zeros((S, horizon + 1, N, 4))
+    controls = np.zeros((S, horizon, N, 2))
+    states[:, 0] = s0
+    target = _lane_of(s0[..., 1], c)
+    ctx = _traffic_context(pr, c)
+    centres, other, present_l = ctx["centres"], ctx["other"], ctx["present_l"]
+    si, ni, li, s2, n2, lanes = ctx["si"], ctx["ni"], ctx["lanes"], ctx["s2"], ctx["n2"], ctx["lanes"][0, 0]
+    occ_half = (c.lane_width + c.width) / 2 - 0.05
+    k = 2.0 * np.sqrt(c.a_max * c.b_comf)
+    lo, hi = c.accel_bounds
+    pres_f = pr.astype(float)
+    absent = ~pr
+    any_absent = bool(absent.any())
+    dl = np.array([-1, 1])[:, None, None]  # (2, 1, 1): left, right
+    tgt_lane = lanes == target[..., None]  # (S, N, L)
+    y_target = centres[target]
+
+    def idm(v, v_lead, gap, free, base):
+        # _idm with (1 - (v+/v0)^delta) and s0 + v T given; gap >= 0.1 or inf
+        return c.a_max * (free - (np.maximum(base + v * (v - v_lead) / k, c.s0) / gap) ** 2)
+
+    for t in range(horizon):
+        st = states[:, t]
+        x, y, th, v = st[..., 0], st[..., 1], st[..., 2], st[..., 3]
+        occ = np.abs(y[..., None] - centres) < occ_half
+        occ &= present_l  # (S, N, L)
+        dx = x[:, None, :] - x[:, :, None]  # (S, i, j) = x_j - x_i
+        ahead = dx > 0
+        ahead &= other
+        d_ahead = np.where(ahead[..., None] & occ[:, None], dx[..., None], np.inf)  # (S, i, j, L)
+        jl = d_ahead.argmin(2)
+        gap_l = d_ahead[si, ni, jl, li] - c.length  # (S, N, L)
+        vl = v[si, jl]
+        g_cur = np.where(occ | tgt_lane, gap_l, np.inf)
+        lc = g_cur.argmin(-1)
+        free = 1.0 - (np.maximum(v, 0.0) / v0) ** c.delta
+        base = c.s0 + v * c.headway
+        a_cur = idm(v, vl[s2, n2, lc], np.maximum(g_cur[s2, n2, lc], 0.1), free, base)
+        if t % c.lc_every == 0:
+            behind = dx < 0
+            behind &= other
+            d_behind = np.where(behind[..., None] & occ[:, None], -dx[..., None], np.inf)
+            jf = d_behind.argmin(2)
+            gap_f = d_behind[si, ni, jf, li] - c.length
+            vf = v[si, jf]
+            ln = _lane_of(y, c) + dl  # (2, S, N)
+            valid = (ln >= 0) & (ln < L) & ((np.abs(y - y_target) < 0.2) & pr)
+            lnc = np.minimum(np.maximum(ln, 0), L - 1)
+            g_n = gap_l[s2, n2, lnc]
+            gf_n = gap_f[s2, n2, lnc]
+            vf_n = vf[s2, n2, lnc]
+            a_new = idm(v, vl[s2, n2, lnc], np.maximum(g_n, 0.1), free, base)
+            a_fol = idm(vf_n, v, np.maximum(gf_n, 0.1), 1.0 - (np.maximum(vf_n, 0.0) / 30.0) ** c.delta,
+                        c.s0 + vf_n * c.headway)
+            gain = a_new - a_cur
+            ok = valid & (g_n > 2.0) & (gf_n > 2.0) & (a_fol > -c.b_safe)
+            take = ok[0] & (gain[0] > c.lc_threshold)
+            best = np.where(take, gain[0], c.lc_threshold)
+            target = np.where(take, lnc[0], target)
+            target = np.where(ok[1] & (gain[1] > best), lnc[1], target)
+            tgt_lane = lanes == target[..., None]
+            y_target = centres[target]
+        th_d = np.minimum(np.maximum(0.1 * (y_target - y), -0.1), 0.1)
+        steer = np.arctan(2.0 * (th_d - th) * c.wheelbase / np.maximum(v, 1.0))
+        a = np.multiply(np.minimum(np.maximum(a_cur, lo), hi), pres_f, out=controls[:, t, :, 0])
+        d = np.multiply(np.minimum(np.maximum(steer, -c.steer_max), c.steer_max), pres_f, out=controls[:, t, :, 1])
+        nxt = states[:, t + 1]
+        np.add(x, v * np.cos(th) * c.dt, out=nxt[..., 0])
+        np.add(y, v * np.sin(th) * c.dt, out=nxt[..., 1])
+        np.add(th, v / c.wheelbase * np.tan(d) * c.dt, out=nxt[..., 2])
+        np.maximum(v + a * c.dt, 0.0, out=nxt[..., 3])
+        if any_absent:
+            nxt[absent] = st[absent]
+    return states, controls
 
 
 def _loop_neighbour(cur: list, row: np.ndarray, i: int, xi: float, lane: int, ahead: bool, occupies: Any,
@@ -1328,9 +1421,21 @@ def plan_collisions(planner: Any, scenes: SceneBatch, frames: np.ndarray, *, res
     fr = np.asarray(frames)
     if fr.ndim != 2 or fr.shape[0] != b.n_scenes or fr.size and fr.max() + steps > b.horizon:
         raise ValueError(f"frames must be ({b.n_scenes}, F) and leave {steps} steps; got {fr.shape}")
+    return _plan_collisions(planner, b, fr, _planner_inputs(b, fr, res), steps)
+
+
+def _planner_inputs(b: SceneBatch, fr: np.ndarray, res: int) -> tuple[np.ndarray, np.ndarray]:
+    """What a planner reads at ``fr``: views (S*F, 4, 3, res, res) and ego features (S*F, 4)
+    (computed once per scene set when several planners are scored on it)."""
     S, F = fr.shape
-    views = render_views(b, fr, res=res).reshape(S * F, 4, 3, res, res)
-    ego = _ego_features(b, fr).reshape(S * F, 4)
+    return render_views(b, fr, res=res).reshape(S * F, 4, 3, res, res), _ego_features(b, fr).reshape(S * F, 4)
+
+
+def _plan_collisions(planner: Any, b: SceneBatch, fr: np.ndarray, inputs: tuple[np.ndarray, np.ndarray],
+                     steps: int) -> np.ndarray:
+    """:func:`plan_collisions` after its checks, from :func:`_planner_inputs`."""
+    S, F = fr.shape
+    views, ego = inputs
     wp = np.asarray(planner.plan(views, ego), dtype=float)
     if wp.shape != (S * F, len(WAYPOINT_STEPS), 2) or not np.all(np.isfinite(wp)):
         raise ValueError(f"planner.plan must return finite waypoints of shape {(S * F, len(WAYPOINT_STEPS), 2)}; got {wp.shape}")
@@ -2005,8 +2110,17 @@ def finetune_planner(planner: BCPlanner, generated: SceneBatch, benign: SceneBat
     _check_batch(benign, "benign")
     if generated.n_scenes == 0:  # nothing generated to fine-tune on: the planner as it was
         return planner.copy()
-    vg, eg, wg = planner_samples(generated, frames, res=planner.res)
-    vb, eb, wb = planner_samples(benign, benign_frames, res=planner.res)
+    return _finetune(planner, planner_samples(generated, frames, res=planner.res),
+                     planner_samples(benign, benign_frames, res=planner.res), epochs=epochs, lr=lr,
+                     random_state=random_state)
+
+
+def _finetune(planner: BCPlanner, gen_samples: tuple, benign_samples: tuple, *, epochs: int, lr: float,
+              random_state: RandomState) -> BCPlanner:
+    """:func:`finetune_planner` from :func:`planner_samples` of both sets (the benign ones
+    computed once for several fine-tunings)."""
+    vg, eg, wg = gen_samples
+    vb, eb, wb = benign_samples
     rng = check_random_state(random_state)
     pick = rng.choice(len(vb), size=min(len(vb), len(vg)), replace=False)
     new = planner.copy()
@@ -2409,6 +2523,22 @@ def collision_rates(planner: Any, scenes: SceneBatch, eval_frames: np.ndarray) -
     return float(c.mean()), float(c.any(1).mean())
 
 
+class _Scored:
+    """A scene set scored by several planners at the same ``eval_frames``: the views are
+    rendered once (:func:`collision_rates` renders them per call; the rates are the same)."""
+
+    def __init__(self, scenes: SceneBatch, eval_frames: np.ndarray, res: int = 12) -> None:
+        self.b = scenes
+        self.fr = np.tile(np.asarray(eval_frames), (scenes.n_scenes, 1))
+        self.inputs = _planner_inputs(scenes, self.fr, res) if scenes.n_scenes else None
+
+    def rates(self, planner: Any) -> tuple[float, float]:
+        if self.b.n_scenes == 0:
+            return np.nan, np.nan
+        c = _plan_collisions(planner, self.b, self.fr, self.inputs, 20)
+        return float(c.mean()), float(c.any(1).mean())
+
+
 def run_replicate(s: int, config: dict[str, Any], *, baseline: Any, train_frames: np.ndarray,
                   eval_frames: np.ndarray) -> tuple[dict[str, Any], dict[str, Any]]:
     """One replicate of the chapter's experiment (every stage of the pipeline, for seed ``s``).
@@ -2464,10 +2594,10 @@ def run_replicate(s: int, config: dict[str, Any], *, baseline: Any, train_frames
     test = benign_scenes(config["n_test"], T, random_state=1000 * s + 3)
     pool = benign_scenes(config["n_gen"], T, random_state=1000 * s + 4)
     t0 = _time.perf_counter()
+    # the benign training samples, rendered once: behaviour cloning and both fine-tunings read them
+    train_samples = planner_samples(train, np.tile(train_frames, (train.n_scenes, 1)))
     planner = BCPlanner(random_state=s).fit(
-        *planner_samples(
-            train, np.tile(train_frames, (train.n_scenes, 1))
-        ),
+        *train_samples,
         epochs=config["bc_epochs"],
         random_state=s,
     )
@@ -2562,32 +2692,27 @@ def run_replicate(s: int, config: dict[str, Any], *, baseline: Any, train_frames
     out["n generated test"] = gen_te.n_scenes
     out["n generated train"] = gen_tr.n_scenes
     out["min_dist"] = info["min_dist"][te_att].tolist()
-    out["benign"] = collision_rates(planner, test, eval_frames)
+    # each scored set's views are rendered once for all the planners scored on it (= collision_rates)
+    test_s, gen_te_s, gen_tr_s = (_Scored(x, eval_frames) for x in (test, gen_te, gen_tr))
+    out["benign"] = test_s.rates(planner)
     # positive control: the cloned planner drives better than this
-    out["benign, keep-lane"] = collision_rates(baseline, test, eval_frames)
+    out["benign, keep-lane"] = test_s.rates(baseline)
     out["benign (same scenes)"] = collision_rates(planner, test.subset(te_scene), eval_frames)
-    out["generated"] = collision_rates(planner, gen_te, eval_frames)
+    out["generated"] = gen_te_s.rates(planner)
     t0 = _time.perf_counter()
-    ft = finetune_planner(
-        planner,
-        gen_tr,
-        train,
-        np.tile(train_frames, (gen_tr.n_scenes, 1)),
-        np.tile(train_frames, (train.n_scenes, 1)),
-        epochs=config["ft_epochs"],
-        random_state=s,
-    )
+    # = finetune_planner(planner, gen_tr, train, frames, train frames), the benign samples reused
+    ft = _finetune_on(planner, gen_tr, train_samples, train_frames, epochs=config["ft_epochs"], random_state=s)
     tim["fine-tuning"] = _time.perf_counter() - t0
-    out["benign, fine-tuned"] = collision_rates(ft, test, eval_frames)
-    out["generated train"] = collision_rates(planner, gen_tr, eval_frames)
-    out["generated train, fine-tuned"] = collision_rates(ft, gen_tr, eval_frames)
+    out["benign, fine-tuned"] = test_s.rates(ft)
+    out["generated train"] = gen_tr_s.rates(planner)
+    out["generated train, fine-tuned"] = gen_tr_s.rates(ft)
     lat = np.abs(
         gen_te.states[:, :, 0, 1] - test.states[te_scene, :, 0, 1]
     ).max(1)
     out["swerve"] = (
         float((lat > test.config.lane_width / 2).mean()) if len(lat) else np.nan
     )
-    out["generated, fine-tuned"] = collision_rates(ft, gen_te, eval_frames)
+    out["generated, fine-tuned"] = gen_te_s.rates(ft)
     # sensitivity: the open-loop evasion, which knows the whole attack
     t0 = _time.perf_counter()
     gen_ol, info_ol = make_scenarios(
@@ -2599,18 +2724,21 @@ def run_replicate(s: int, config: dict[str, Any], *, baseline: Any, train_frames
     ol_te = info_ol["scene"] >= n_tr
     ol_tr = gen_ol.subset(np.flatnonzero(~ol_te))
     ol_te = gen_ol.subset(np.flatnonzero(ol_te))
-    ft_ol = finetune_planner(
-        planner,
-        ol_tr,
-        train,
-        np.tile(train_frames, (ol_tr.n_scenes, 1)),
-        np.tile(train_frames, (train.n_scenes, 1)),
-        epochs=config["ft_epochs"],
-        random_state=s,
-    )
+    ft_ol = _finetune_on(planner, ol_tr, train_samples, train_frames, epochs=config["ft_epochs"], random_state=s)
     tim["open-loop sensitivity"] = _time.perf_counter() - t0
     out["kept, open loop"] = float(info_ol["kept"][te_att].mean())
-    out["generated, open loop"] = collision_rates(planner, ol_te, eval_frames)
-    out["generated, open loop, fine-tuned"] = collision_rates(ft_ol, ol_te, eval_frames)
-    out["benign, open loop fine-tuned"] = collision_rates(ft_ol, test, eval_frames)
+    ol_te_s = _Scored(ol_te, eval_frames)
+    out["generated, open loop"] = ol_te_s.rates(planner)
+    out["generated, open loop, fine-tuned"] = ol_te_s.rates(ft_ol)
+    out["benign, open loop fine-tuned"] = test_s.rates(ft_ol)
     return out, tim
+
+
+def _finetune_on(planner: BCPlanner, generated: SceneBatch, benign_samples: tuple, frames: np.ndarray, *, epochs: int,
+                 random_state: RandomState) -> BCPlanner:
+    """:func:`finetune_planner` of ``planner`` on ``generated`` (sampled at ``frames``, every scene)
+    with the benign samples already rendered (:func:`planner_samples`)."""
+    if generated.n_scenes == 0:
+        return planner.copy()
+    gen = planner_samples(generated, np.tile(frames, (generated.n_scenes, 1)), res=planner.res)
+    return _finetune(planner, gen, benign_samples, epochs=epochs, lr=5e-4, random_state=random_state)
