@@ -841,9 +841,15 @@ def _rollout_vec(s0: np.ndarray, pr: np.ndarray, v0: np.ndarray, horizon: int, c
     occ_half = (c.lane_width + c.width) / 2 - 0.05
     k = 2.0 * np.sqrt(c.a_max * c.b_comf)
     lo, hi = c.accel_bounds
-    pres_f = pr.astype(float)
+    pres_f = pr.astype(float)[..., None]  # (S, N, 1)
+    c_lo, c_hi = np.array([lo, -c.steer_max]), np.array([hi, c.steer_max])  # control bounds
+    trig = np.empty((2, S, N))  # cos and sin of the headings
     absent = ~pr
-    any_absent = bool(absent.any())
+    # an absent slot keeps its state; with zero controls the bicycle step leaves a finite state at
+    # speed +0 (and no -0 coordinate) exactly where it is, so such slots need no copying back
+    park = s0[absent]
+    moving_absent = bool(absent.any()) and not (np.isfinite(park).all() and np.all(park[:, 3] == 0)
+                                                  and not (np.signbit(park) & (park == 0)).any())
     dl = np.array([-1, 1])[:, None, None]  # (2, 1, 1): left, right
     tgt_lane = lanes == target[..., None]  # (S, N, L)
     y_target = centres[target]
@@ -894,15 +900,16 @@ def _rollout_vec(s0: np.ndarray, pr: np.ndarray, v0: np.ndarray, horizon: int, c
             tgt_lane = lanes == target[..., None]
             y_target = centres[target]
         th_d = np.minimum(np.maximum(0.1 * (y_target - y), -0.1), 0.1)
-        steer = np.arctan(2.0 * (th_d - th) * c.wheelbase / np.maximum(v, 1.0))
-        a = np.multiply(np.minimum(np.maximum(a_cur, lo), hi), pres_f, out=controls[:, t, :, 0])
-        d = np.multiply(np.minimum(np.maximum(steer, -c.steer_max), c.steer_max), pres_f, out=controls[:, t, :, 1])
+        ctrl = np.stack([a_cur, np.arctan(2.0 * (th_d - th) * c.wheelbase / np.maximum(v, 1.0))], -1)
+        ctrl = np.multiply(np.minimum(np.maximum(ctrl, c_lo), c_hi, out=ctrl), pres_f, out=controls[:, t])
+        a, d = ctrl[..., 0], ctrl[..., 1]
         nxt = states[:, t + 1]
-        np.add(x, v * np.cos(th) * c.dt, out=nxt[..., 0])
-        np.add(y, v * np.sin(th) * c.dt, out=nxt[..., 1])
+        np.cos(th, out=trig[0])
+        np.sin(th, out=trig[1])
+        np.add(st[..., :2], (v * trig * c.dt).transpose(1, 2, 0), out=nxt[..., :2])  # x + v cos(th) dt, y + ...
         np.add(th, v / c.wheelbase * np.tan(d) * c.dt, out=nxt[..., 2])
         np.maximum(v + a * c.dt, 0.0, out=nxt[..., 3])
-        if any_absent:
+        if moving_absent:
             nxt[absent] = st[absent]
     return states, controls
 
@@ -1127,13 +1134,18 @@ def render_views(scenes: SceneBatch, frames: np.ndarray, *, res: int = 12, lag: 
     out = np.zeros((S, F, 3, pts.shape[0]), dtype=np.float32)
     mask = b.present.copy()
     mask[:, 0] = False
+    # the (S, F, P, N) point-in-box tests run a few scenes at a time, so that their temporaries
+    # stay in cache (elementwise, the same arithmetic as on the whole batch at once)
+    step = max(1, 2 ** 15 // max(1, F * pts.shape[0]))
     for ch, lagk in ((0, 0), (1, lag)):
         veh = b.states[si, fr - lagk]  # (S, F, N, 4)
-        ddx = wx[..., None] - veh[..., None, :, 0]  # (S, F, P, N)
-        ddy = wy[..., None] - veh[..., None, :, 1]
-        ct, st = np.cos(veh[..., None, :, 2]), np.sin(veh[..., None, :, 2])
-        inside = (np.abs(ct * ddx + st * ddy) <= c.length / 2) & (np.abs(-st * ddx + ct * ddy) <= c.width / 2)
-        out[:, :, ch] = (inside & mask[:, None, None, :]).any(-1)
+        ct, st = np.cos(veh[..., None, :, 2]), np.sin(veh[..., None, :, 2])  # (S, F, 1, N)
+        for a in range(0, S, step):
+            z = slice(a, a + step)
+            ddx = wx[z, ..., None] - veh[z, :, None, :, 0]  # (s, F, P, N)
+            ddy = wy[z, ..., None] - veh[z, :, None, :, 1]
+            inside = (np.abs(ct[z] * ddx + st[z] * ddy) <= c.length / 2) & (np.abs(-st[z] * ddx + ct[z] * ddy) <= c.width / 2)
+            out[z, :, ch] = (inside & mask[z, None, None, :]).any(-1)
     out[:, :, 2] = (wy >= 0) & (wy <= c.road_width)
     return out.reshape(S, F, 3, 4, res, res).transpose(0, 1, 3, 2, 4, 5)
 
