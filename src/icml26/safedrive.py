@@ -1523,7 +1523,9 @@ def _violations(tr, oth_x, oth_y, counted, clearance: float, c: RoadConfig, *, p
     (B, T, N, 3, 3) disc pairs of entries whose penalty and gradient are exactly zero; here one
     pass without autograd finds the violated (scene, step, vehicle) entries, and only those are
     recomputed with autograd, by the same arithmetic, so that every gradient is the dense one
-    bit for bit (a test compares them). With ``per_vehicle`` the ego's discs are taken per
+    bit for bit (a test compares them) wherever at most two vehicles are violated at one
+    (scene, step) — a sum of two terms does not depend on its order; with three or more the
+    two forms may group the sum over vehicles differently, in the last bits. With ``per_vehicle`` the ego's discs are taken per
     (step, vehicle) entry, as :func:`evade_ego`'s dense form did on the ego expanded over the
     vehicles; otherwise once per violated (scene, step), as :func:`_disc_clearance_to`. The
     value (for the loss only, never read back) may differ from the dense sum in the last bits.
