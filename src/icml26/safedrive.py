@@ -882,7 +882,7 @@ def _rollout_vec(s0: np.ndarray, pr: np.ndarray, v0: np.ndarray, horizon: int, c
             jf = d_behind.argmin(2)
             gap_f = d_behind[si, ni, jf, li] - c.length
             vf = v[si, jf]
-            ln = _lane_of(y, c) + dl  # (2, S, N)
+            ln = np.minimum(np.maximum(np.floor(y / c.lane_width), 0), L - 1).astype(int) + dl  # _lane_of: (2, S, N)
             valid = (ln >= 0) & (ln < L) & ((np.abs(y - y_target) < 0.2) & pr)
             lnc = np.minimum(np.maximum(ln, 0), L - 1)
             g_n = gap_l[s2, n2, lnc]
@@ -900,8 +900,10 @@ def _rollout_vec(s0: np.ndarray, pr: np.ndarray, v0: np.ndarray, horizon: int, c
             tgt_lane = lanes == target[..., None]
             y_target = centres[target]
         th_d = np.minimum(np.maximum(0.1 * (y_target - y), -0.1), 0.1)
-        ctrl = np.stack([a_cur, np.arctan(2.0 * (th_d - th) * c.wheelbase / np.maximum(v, 1.0))], -1)
-        ctrl = np.multiply(np.minimum(np.maximum(ctrl, c_lo), c_hi, out=ctrl), pres_f, out=controls[:, t])
+        ctrl = controls[:, t]  # (S, N, 2): [acceleration, steering], clipped, zero for absent slots
+        ctrl[..., 0] = a_cur
+        ctrl[..., 1] = np.arctan(2.0 * (th_d - th) * c.wheelbase / np.maximum(v, 1.0))
+        np.multiply(np.minimum(np.maximum(ctrl, c_lo, out=ctrl), c_hi, out=ctrl), pres_f, out=ctrl)
         a, d = ctrl[..., 0], ctrl[..., 1]
         nxt = states[:, t + 1]
         np.cos(th, out=trig[0])
