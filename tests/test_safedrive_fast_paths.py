@@ -151,3 +151,22 @@ def test_rendered_once_is_the_same_as_rendered_per_call():
                         random_state=3)
     for pa, pb in zip(a.net.parameters(), b.net.parameters(), strict=True):
         assert torch.equal(pa, pb)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_own_adam_is_torch_adam_bit_for_bit(dtype):
+    import copy
+
+    torch.manual_seed(0)
+    net1 = torch.nn.Sequential(torch.nn.Linear(7, 16), torch.nn.Tanh(), torch.nn.Linear(16, 3)).to(dtype)
+    net2 = copy.deepcopy(net1)
+    o1, o2 = torch.optim.Adam(net1.parameters(), lr=3e-3), sd._Adam(net2.parameters(), lr=3e-3)
+    X = torch.randn(64, 7, dtype=dtype)
+    for _ in range(120):
+        for net, o in ((net1, o1), (net2, o2)):
+            loss = (net(X) ** 2).mean()
+            o.zero_grad()
+            loss.backward()
+            o.step()
+    assert all(torch.equal(a, b) for a, b in zip(net1.parameters(), net2.parameters(), strict=True))
+    assert not torch.equal(net1[0].weight, copy.deepcopy(net2)[0].weight * 0)  # it moved

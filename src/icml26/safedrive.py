@@ -1339,7 +1339,7 @@ class BCPlanner:
             raise ValueError(f"waypoints must be ({len(X)}, {len(WAYPOINT_STEPS)}, 2); got {Y.shape}")
         Y = torch.from_numpy((Y / self.scale).reshape(len(Y), -1))
         g = torch.Generator().manual_seed(seed_from(random_state))
-        opt = torch.optim.Adam(self.net.parameters(), lr=lr)
+        opt = _Adam(self.net.parameters(), lr=lr)
         for _ in range(epochs):
             perm = torch.randperm(len(X), generator=g)
             tot = 0.0
@@ -1461,6 +1461,58 @@ def _plan_collisions(planner: Any, b: SceneBatch, fr: np.ndarray, inputs: tuple[
     mask = np.repeat(b.present, F, 0).copy()
     mask[:, 0] = False
     return (ov & mask[:, None, :]).any((1, 2)).reshape(S, F)
+
+
+class _Adam:
+    """Adam (Kingma & Ba 2015) with torch's defaults, the arithmetic of ``torch.optim.Adam``'s
+    single-tensor CPU step operation for operation (bit-identical parameters, tested), without its
+    per-step framework overhead (and without importing ``torch._dynamo``, which the first
+    ``torch.optim`` optimiser of a process does): the library's thousands of small Adam steps
+    spend most of their time there.
+
+    .. math:: m \\leftarrow m + (1 - \\beta_1)(g - m),\\quad v \\leftarrow \\beta_2 v + (1 - \\beta_2) g^2,\\quad
+              \\theta \\leftarrow \\theta - \\frac{\\eta}{1 - \\beta_1^k}\\,\\frac{m}{\\sqrt{v}/\\sqrt{1 - \\beta_2^k} + \\epsilon}
+
+    Parameters
+    ----------
+    params : iterable of torch.Tensor
+    lr : float
+
+    References
+    ----------
+    D. P. Kingma, J. Ba. *Adam: A Method for Stochastic Optimization*. ICLR 2015.
+    PyTorch ``torch/optim/adam.py``, ``_single_tensor_adam`` (the form reproduced).
+    """
+
+    beta1, beta2, eps = 0.9, 0.999, 1e-8
+
+    def __init__(self, params: Any, lr: float) -> None:
+        self.params = list(params)
+        self.lr = lr
+        self.k = 0.0
+        self.m: list[Any] = []
+        self.v: list[Any] = []
+
+    def zero_grad(self) -> None:
+        for p in self.params:
+            p.grad = None
+
+    def step(self) -> None:
+        import torch
+
+        with torch.no_grad():
+            if not self.m:
+                self.m = [torch.zeros_like(p, memory_format=torch.preserve_format) for p in self.params]
+                self.v = [torch.zeros_like(p, memory_format=torch.preserve_format) for p in self.params]
+            self.k += 1.0  # every parameter of ours gets a gradient at every step
+            b1, b2 = self.beta1, self.beta2
+            step_size = self.lr / (1 - b1 ** self.k)
+            bc2_sqrt = (1 - b2 ** self.k) ** 0.5
+            for p, m, v in zip(self.params, self.m, self.v, strict=True):
+                g = p.grad
+                m.lerp_(g, 1 - b1)
+                v.mul_(b2).addcmul_(g, g, value=1 - b2)
+                p.addcdiv_(m, (v.sqrt() / bc2_sqrt).add_(self.eps), value=-step_size)
 
 
 # ----------------------------------------------------------------------------- stage B: collide, then evade
@@ -1640,7 +1692,7 @@ def attack_adversary(scenes: SceneBatch, scene_idx: np.ndarray, adversary: np.nd
     s0 = torch.as_tensor(b.states[si, 0, adv])  # (B, 4)
     raw = torch.tensor(_to_raw(b.controls[si, :, adv], c), requires_grad=True)  # (B, T, 2)
     ego_xy = _split_xy(_disc_centres(ego, c))  # (B, T+1, 3) each: the logged ego is fixed
-    opt = torch.optim.Adam([raw], lr=lr)
+    opt = _Adam([raw], lr=lr)
     for _ in range(iters):
         ctrl = _from_raw(raw, c)
         tr = _rollout_torch(s0, ctrl, c)
@@ -1827,7 +1879,7 @@ def evade_ego(scenes: SceneBatch, scene_idx: np.ndarray, adversary: np.ndarray, 
     raw = torch.tensor(_to_raw(b.controls[si, :, 0], c), requires_grad=True)
     oth_x, oth_y = _split_xy(_disc_centres(oth, c))  # (B, T+1, N, 3) each: the others are fixed while planning
     counted = torch.as_tensor(m)[:, None]  # (B, 1, N) bool
-    opt = torch.optim.Adam([raw], lr=lr)
+    opt = _Adam([raw], lr=lr)
     for _ in range(iters):
         ctrl = _from_raw(raw, c)
         tr = _rollout_torch(s0, ctrl, c)  # (B, T+1, 4)
@@ -1989,7 +2041,7 @@ def evade_ego_receding(scenes: SceneBatch, scene_idx: np.ndarray, adversary: np.
         pred_x, pred_y = _split_xy(_disc_centres(pred[:, 1:], c))  # (B, L, N, 3) each: fixed while planning
         s0 = torch.as_tensor(ego[:, k0])
         raw = torch.tensor(plan[:, k0:], requires_grad=True)  # (B, L, 2)
-        opt = torch.optim.Adam([raw], lr=lr)
+        opt = _Adam([raw], lr=lr)
         for _ in range(iters if k0 == 0 else replan_iters):
             ctrl = _from_raw(raw, c)
             tr = _rollout_torch_scan(s0, ctrl, c)  # (B, L+1, 4)
@@ -2373,7 +2425,7 @@ def train_selector(policy: SelectorPolicy, features: np.ndarray, mask: np.ndarra
     rng = check_random_state(random_state)
     g = torch.Generator().manual_seed(seed_from(rng))
     ref = policy.copy()
-    opt = torch.optim.Adam(policy.net.parameters(), lr=lr)
+    opt = _Adam(policy.net.parameters(), lr=lr)
     S = len(f)
     for _ in range(iters):
         idx = rng.choice(S, size=min(batch, S), replace=False)
