@@ -758,9 +758,9 @@ def _traffic_controls(st: np.ndarray, present: np.ndarray, v0: np.ndarray, targe
 def rollout_traffic(states0: np.ndarray, present: np.ndarray, v0: np.ndarray, horizon: int,
                     config: RoadConfig | None = None) -> SceneBatch:
     """Simulate benign traffic: every vehicle (the ego too) is an IDM + MOBIL driver on a
-    kinematic bicycle, vectorised over scenes and agents (a single scene runs through the
-    per-agent loop of :func:`rollout_traffic_loop`, which is faster there and agrees to
-    rounding).
+    kinematic bicycle, vectorised over scenes and agents (:func:`_rollout_vec`; a single
+    scene too, where it is still faster than the per-agent loop of
+    :func:`rollout_traffic_loop`, with which it agrees to rounding).
 
     Lane changes (MOBIL without politeness): every ``lc_every`` steps a settled vehicle
     moves to an adjacent lane when its IDM acceleration there exceeds the current one by
