@@ -758,9 +758,9 @@ def _traffic_controls(st: np.ndarray, present: np.ndarray, v0: np.ndarray, targe
 def rollout_traffic(states0: np.ndarray, present: np.ndarray, v0: np.ndarray, horizon: int,
                     config: RoadConfig | None = None) -> SceneBatch:
     """Simulate benign traffic: every vehicle (the ego too) is an IDM + MOBIL driver on a
-    kinematic bicycle, vectorised over scenes and agents (a single scene runs through the
-    per-agent loop of :func:`rollout_traffic_loop`, which is faster there and agrees to
-    rounding).
+    kinematic bicycle, vectorised over scenes and agents (:func:`_rollout_vec`; a single
+    scene too, where it is still faster than the per-agent loop of
+    :func:`rollout_traffic_loop`, with which it agrees to rounding).
 
     Lane changes (MOBIL without politeness): every ``lc_every`` steps a settled vehicle
     moves to an adjacent lane when its IDM acceleration there exceeds the current one by
@@ -797,10 +797,13 @@ def rollout_traffic(states0: np.ndarray, present: np.ndarray, v0: np.ndarray, ho
     if v0.shape != pr.shape or np.any(~np.isfinite(v0)) or np.any(v0 <= 0):
         raise ValueError(f"v0 must be a finite positive array of shape {pr.shape}")
     check_no_overlap(s0, pr, c)
-    if s0.shape[0] == 1:
-        # one scene: NumPy's fixed cost per call (about 80 array calls a step on at most nine
-        # vehicles) exceeds the scalar loop's arithmetic, so the loop is the right tool here
-        return _rollout_traffic_loop(s0, pr, v0, horizon, c)
+    states, controls = _rollout_vec(s0, pr, v0, horizon, c)
+    return SceneBatch(states, controls, pr.copy(), v0.copy(), c)
+
+
+def _rollout_steps(s0: np.ndarray, pr: np.ndarray, v0: np.ndarray, horizon: int, c: RoadConfig) -> tuple[np.ndarray, np.ndarray]:
+    """The earlier form of :func:`_rollout_vec` (:func:`_traffic_controls` then :func:`_bicycle_step`
+    every step), kept as the test oracle that :func:`_rollout_vec` reproduces bit for bit."""
     states = np.zeros((s0.shape[0], horizon + 1) + s0.shape[1:])
     controls = np.zeros((s0.shape[0], horizon) + s0.shape[1:2] + (2,))
     states[:, 0] = s0
@@ -811,7 +814,107 @@ def rollout_traffic(states0: np.ndarray, present: np.ndarray, v0: np.ndarray, ho
         controls[:, t] = ctrl
         nxt = _bicycle_step(states[:, t], ctrl, c.dt, c.wheelbase)
         states[:, t + 1] = np.where(pr[..., None], nxt, states[:, t])
-    return SceneBatch(states, controls, pr.copy(), v0.copy(), c)
+    return states, controls
+
+
+def _rollout_vec(s0: np.ndarray, pr: np.ndarray, v0: np.ndarray, horizon: int, c: RoadConfig) -> tuple[np.ndarray, np.ndarray]:
+    """The vectorised traffic model of :func:`rollout_traffic`: states (S, T+1, N, 4), controls (S, T, N, 2).
+
+    The arithmetic of :func:`_traffic_controls` and :func:`_bicycle_step`, element for element,
+    with fewer NumPy calls per step (about half at lane-decision steps), which is what a step
+    costs on a few scenes of at most nine vehicles (about a quarter less CPU on one scene):
+    what depends only on who is present, on the targets (which change only at
+    decision steps) or on a vehicle's own speed (the free-road and desired-gap terms of the IDM,
+    shared by the current, new-lane and follower accelerations) is computed once; both lane-change
+    directions are decided in one pass; a gap of ``inf`` needs no masking ((s*/inf)^2 = 0); the
+    controls and the next states are written in place. Bit-identical to :func:`_rollout_steps`
+    (tested).
+    """
+    S, N = pr.shape
+    L = c.n_lanes
+    states = np.zeros((S, horizon + 1, N, 4))
+    controls = np.zeros((S, horizon, N, 2))
+    states[:, 0] = s0
+    target = _lane_of(s0[..., 1], c)
+    ctx = _traffic_context(pr, c)
+    centres, other, present_l = ctx["centres"], ctx["other"], ctx["present_l"]
+    si, ni, li, s2, n2, lanes = ctx["si"], ctx["ni"], ctx["lanes"], ctx["s2"], ctx["n2"], ctx["lanes"][0, 0]
+    occ_half = (c.lane_width + c.width) / 2 - 0.05
+    k = 2.0 * np.sqrt(c.a_max * c.b_comf)
+    lo, hi = c.accel_bounds
+    pres_f = pr.astype(float)[..., None]  # (S, N, 1)
+    c_lo, c_hi = np.array([lo, -c.steer_max]), np.array([hi, c.steer_max])  # control bounds
+    trig = np.empty((2, S, N))  # cos and sin of the headings
+    absent = ~pr
+    # an absent slot keeps its state; with zero controls the bicycle step leaves a finite state at
+    # speed +0 (and no -0 coordinate) exactly where it is, so such slots need no copying back
+    park = s0[absent]
+    moving_absent = bool(absent.any()) and not (np.isfinite(park).all() and np.all(park[:, 3] == 0)
+                                                  and not (np.signbit(park) & (park == 0)).any())
+    dl = np.array([-1, 1])[:, None, None]  # (2, 1, 1): left, right
+    tgt_lane = lanes == target[..., None]  # (S, N, L)
+    y_target = centres[target]
+
+    def idm(v, v_lead, gap, free, base):
+        # _idm with (1 - (v+/v0)^delta) and s0 + v T given; gap >= 0.1 or inf
+        return c.a_max * (free - (np.maximum(base + v * (v - v_lead) / k, c.s0) / gap) ** 2)
+
+    for t in range(horizon):
+        st = states[:, t]
+        x, y, th, v = st[..., 0], st[..., 1], st[..., 2], st[..., 3]
+        occ = np.abs(y[..., None] - centres) < occ_half
+        occ &= present_l  # (S, N, L)
+        dx = x[:, None, :] - x[:, :, None]  # (S, i, j) = x_j - x_i
+        ahead = dx > 0
+        ahead &= other
+        d_ahead = np.where(ahead[..., None] & occ[:, None], dx[..., None], np.inf)  # (S, i, j, L)
+        jl = d_ahead.argmin(2)
+        gap_l = d_ahead[si, ni, jl, li] - c.length  # (S, N, L)
+        vl = v[si, jl]
+        g_cur = np.where(occ | tgt_lane, gap_l, np.inf)
+        lc = g_cur.argmin(-1)
+        free = 1.0 - (np.maximum(v, 0.0) / v0) ** c.delta
+        base = c.s0 + v * c.headway
+        a_cur = idm(v, vl[s2, n2, lc], np.maximum(g_cur[s2, n2, lc], 0.1), free, base)
+        if t % c.lc_every == 0:
+            behind = dx < 0
+            behind &= other
+            d_behind = np.where(behind[..., None] & occ[:, None], -dx[..., None], np.inf)
+            jf = d_behind.argmin(2)
+            gap_f = d_behind[si, ni, jf, li] - c.length
+            vf = v[si, jf]
+            ln = np.minimum(np.maximum(np.floor(y / c.lane_width), 0), L - 1).astype(int) + dl  # _lane_of: (2, S, N)
+            valid = (ln >= 0) & (ln < L) & ((np.abs(y - y_target) < 0.2) & pr)
+            lnc = np.minimum(np.maximum(ln, 0), L - 1)
+            g_n = gap_l[s2, n2, lnc]
+            gf_n = gap_f[s2, n2, lnc]
+            vf_n = vf[s2, n2, lnc]
+            a_new = idm(v, vl[s2, n2, lnc], np.maximum(g_n, 0.1), free, base)
+            a_fol = idm(vf_n, v, np.maximum(gf_n, 0.1), 1.0 - (np.maximum(vf_n, 0.0) / 30.0) ** c.delta,
+                        c.s0 + vf_n * c.headway)
+            gain = a_new - a_cur
+            ok = valid & (g_n > 2.0) & (gf_n > 2.0) & (a_fol > -c.b_safe)
+            take = ok[0] & (gain[0] > c.lc_threshold)
+            best = np.where(take, gain[0], c.lc_threshold)
+            target = np.where(take, lnc[0], target)
+            target = np.where(ok[1] & (gain[1] > best), lnc[1], target)
+            tgt_lane = lanes == target[..., None]
+            y_target = centres[target]
+        th_d = np.minimum(np.maximum(0.1 * (y_target - y), -0.1), 0.1)
+        ctrl = controls[:, t]  # (S, N, 2): [acceleration, steering], clipped, zero for absent slots
+        ctrl[..., 0] = a_cur
+        ctrl[..., 1] = np.arctan(2.0 * (th_d - th) * c.wheelbase / np.maximum(v, 1.0))
+        np.multiply(np.minimum(np.maximum(ctrl, c_lo, out=ctrl), c_hi, out=ctrl), pres_f, out=ctrl)
+        a, d = ctrl[..., 0], ctrl[..., 1]
+        nxt = states[:, t + 1]
+        np.cos(th, out=trig[0])
+        np.sin(th, out=trig[1])
+        np.add(st[..., :2], (v * trig * c.dt).transpose(1, 2, 0), out=nxt[..., :2])  # x + v cos(th) dt, y + ...
+        np.add(th, v / c.wheelbase * np.tan(d) * c.dt, out=nxt[..., 2])
+        np.maximum(v + a * c.dt, 0.0, out=nxt[..., 3])
+        if moving_absent:
+            nxt[absent] = st[absent]
+    return states, controls
 
 
 def _loop_neighbour(cur: list, row: np.ndarray, i: int, xi: float, lane: int, ahead: bool, occupies: Any,
@@ -1034,13 +1137,18 @@ def render_views(scenes: SceneBatch, frames: np.ndarray, *, res: int = 12, lag: 
     out = np.zeros((S, F, 3, pts.shape[0]), dtype=np.float32)
     mask = b.present.copy()
     mask[:, 0] = False
+    # the (S, F, P, N) point-in-box tests run a few scenes at a time, so that their temporaries
+    # stay in cache (elementwise, the same arithmetic as on the whole batch at once)
+    step = max(1, 2 ** 15 // max(1, F * pts.shape[0]))
     for ch, lagk in ((0, 0), (1, lag)):
         veh = b.states[si, fr - lagk]  # (S, F, N, 4)
-        ddx = wx[..., None] - veh[..., None, :, 0]  # (S, F, P, N)
-        ddy = wy[..., None] - veh[..., None, :, 1]
-        ct, st = np.cos(veh[..., None, :, 2]), np.sin(veh[..., None, :, 2])
-        inside = (np.abs(ct * ddx + st * ddy) <= c.length / 2) & (np.abs(-st * ddx + ct * ddy) <= c.width / 2)
-        out[:, :, ch] = (inside & mask[:, None, None, :]).any(-1)
+        ct, st = np.cos(veh[..., None, :, 2]), np.sin(veh[..., None, :, 2])  # (S, F, 1, N)
+        for a in range(0, S, step):
+            z = slice(a, a + step)
+            ddx = wx[z, ..., None] - veh[z, :, None, :, 0]  # (s, F, P, N)
+            ddy = wy[z, ..., None] - veh[z, :, None, :, 1]
+            inside = (np.abs(ct[z] * ddx + st[z] * ddy) <= c.length / 2) & (np.abs(-st[z] * ddx + ct[z] * ddy) <= c.width / 2)
+            out[z, :, ch] = (inside & mask[z, None, None, :]).any(-1)
     out[:, :, 2] = (wy >= 0) & (wy <= c.road_width)
     return out.reshape(S, F, 3, 4, res, res).transpose(0, 1, 3, 2, 4, 5)
 
@@ -1232,7 +1340,7 @@ class BCPlanner:
             raise ValueError(f"waypoints must be ({len(X)}, {len(WAYPOINT_STEPS)}, 2); got {Y.shape}")
         Y = torch.from_numpy((Y / self.scale).reshape(len(Y), -1))
         g = torch.Generator().manual_seed(seed_from(random_state))
-        opt = torch.optim.Adam(self.net.parameters(), lr=lr)
+        opt = _Adam(self.net.parameters(), lr=lr)
         for _ in range(epochs):
             perm = torch.randperm(len(X), generator=g)
             tot = 0.0
@@ -1328,9 +1436,21 @@ def plan_collisions(planner: Any, scenes: SceneBatch, frames: np.ndarray, *, res
     fr = np.asarray(frames)
     if fr.ndim != 2 or fr.shape[0] != b.n_scenes or fr.size and fr.max() + steps > b.horizon:
         raise ValueError(f"frames must be ({b.n_scenes}, F) and leave {steps} steps; got {fr.shape}")
+    return _plan_collisions(planner, b, fr, _planner_inputs(b, fr, res), steps)
+
+
+def _planner_inputs(b: SceneBatch, fr: np.ndarray, res: int) -> tuple[np.ndarray, np.ndarray]:
+    """What a planner reads at ``fr``: views (S*F, 4, 3, res, res) and ego features (S*F, 4)
+    (computed once per scene set when several planners are scored on it)."""
     S, F = fr.shape
-    views = render_views(b, fr, res=res).reshape(S * F, 4, 3, res, res)
-    ego = _ego_features(b, fr).reshape(S * F, 4)
+    return render_views(b, fr, res=res).reshape(S * F, 4, 3, res, res), _ego_features(b, fr).reshape(S * F, 4)
+
+
+def _plan_collisions(planner: Any, b: SceneBatch, fr: np.ndarray, inputs: tuple[np.ndarray, np.ndarray],
+                     steps: int) -> np.ndarray:
+    """:func:`plan_collisions` after its checks, from :func:`_planner_inputs`."""
+    S, F = fr.shape
+    views, ego = inputs
     wp = np.asarray(planner.plan(views, ego), dtype=float)
     if wp.shape != (S * F, len(WAYPOINT_STEPS), 2) or not np.all(np.isfinite(wp)):
         raise ValueError(f"planner.plan must return finite waypoints of shape {(S * F, len(WAYPOINT_STEPS), 2)}; got {wp.shape}")
@@ -1342,6 +1462,58 @@ def plan_collisions(planner: Any, scenes: SceneBatch, frames: np.ndarray, *, res
     mask = np.repeat(b.present, F, 0).copy()
     mask[:, 0] = False
     return (ov & mask[:, None, :]).any((1, 2)).reshape(S, F)
+
+
+class _Adam:
+    """Adam (Kingma & Ba 2015) with torch's defaults, the arithmetic of ``torch.optim.Adam``'s
+    single-tensor CPU step operation for operation (bit-identical parameters, tested), without its
+    per-step framework overhead (and without importing ``torch._dynamo``, which the first
+    ``torch.optim`` optimiser of a process does): the library's thousands of small Adam steps
+    spend most of their time there.
+
+    .. math:: m \\leftarrow m + (1 - \\beta_1)(g - m),\\quad v \\leftarrow \\beta_2 v + (1 - \\beta_2) g^2,\\quad
+              \\theta \\leftarrow \\theta - \\frac{\\eta}{1 - \\beta_1^k}\\,\\frac{m}{\\sqrt{v}/\\sqrt{1 - \\beta_2^k} + \\epsilon}
+
+    Parameters
+    ----------
+    params : iterable of torch.Tensor
+    lr : float
+
+    References
+    ----------
+    D. P. Kingma, J. Ba. *Adam: A Method for Stochastic Optimization*. ICLR 2015.
+    PyTorch ``torch/optim/adam.py``, ``_single_tensor_adam`` (the form reproduced).
+    """
+
+    beta1, beta2, eps = 0.9, 0.999, 1e-8
+
+    def __init__(self, params: Any, lr: float) -> None:
+        self.params = list(params)
+        self.lr = lr
+        self.k = 0.0
+        self.m: list[Any] = []
+        self.v: list[Any] = []
+
+    def zero_grad(self) -> None:
+        for p in self.params:
+            p.grad = None
+
+    def step(self) -> None:
+        import torch
+
+        with torch.no_grad():
+            if not self.m:
+                self.m = [torch.zeros_like(p, memory_format=torch.preserve_format) for p in self.params]
+                self.v = [torch.zeros_like(p, memory_format=torch.preserve_format) for p in self.params]
+            self.k += 1.0  # every parameter of ours gets a gradient at every step
+            b1, b2 = self.beta1, self.beta2
+            step_size = self.lr / (1 - b1 ** self.k)
+            bc2_sqrt = (1 - b2 ** self.k) ** 0.5
+            for p, m, v in zip(self.params, self.m, self.v, strict=True):
+                g = p.grad
+                m.lerp_(g, 1 - b1)
+                v.mul_(b2).addcmul_(g, g, value=1 - b2)
+                p.addcdiv_(m, (v.sqrt() / bc2_sqrt).add_(self.eps), value=-step_size)
 
 
 # ----------------------------------------------------------------------------- stage B: collide, then evade
@@ -1371,12 +1543,64 @@ def _disc_centres(a, c: RoadConfig):
 def _disc_clearance_to(ego, other_centres, c: RoadConfig):
     """:func:`_disc_clearance` of ego states (B, T, 4) to fixed vehicles given by their disc
     centres (B, T, N, 3, 2), so that the fixed side is computed once: (B, T, N)."""
+    pa = _disc_centres(ego, c)[:, :, None]  # (B, T, 1, 3, 2)
+    return _pair_clearance(pa, *_split_xy(other_centres), c)
+
+
+def _split_xy(centres):
+    """Fixed disc centres (..., 3, 2) as two contiguous coordinate tensors (..., 3) (torch)."""
+    return centres[..., 0].contiguous(), centres[..., 1].contiguous()
+
+
+def _pair_clearance(pa, pb_x, pb_y, c: RoadConfig):
+    """:func:`_disc_clearance` from disc centres: ``pa`` (..., 3, 2) (may carry gradients) against
+    a fixed side given by its coordinates ``pb_x``, ``pb_y`` (..., 3), broadcast: (...).
+
+    The same arithmetic, :math:`\\min_{ij} \\sqrt{(\\Delta x_{ij}^2 + \\Delta y_{ij}^2) + 10^{-9}} - 2r`,
+    with the two coordinates kept apart instead of summed over a trailing axis of size 2 (a
+    slow reduction in torch); values and gradients are bit-identical (tested)."""
     import torch
 
     r = float(np.sqrt((c.length / 6) ** 2 + (c.width / 2) ** 2))
-    pa = _disc_centres(ego, c)[:, :, None]  # (B, T, 1, 3, 2)
-    d = torch.sqrt(((pa[..., :, None, :] - other_centres[..., None, :, :]) ** 2).sum(-1) + 1e-9)  # (B, T, N, 3, 3)
+    dx = pa[..., :, None, 0] - pb_x[..., None, :]  # (..., 3, 3)
+    dy = pa[..., :, None, 1] - pb_y[..., None, :]
+    d = torch.sqrt(dx ** 2 + dy ** 2 + 1e-9)
     return d.amin((-1, -2)) - 2 * r
+
+
+def _violations(tr, oth_x, oth_y, counted, clearance: float, c: RoadConfig, *, per_vehicle: bool):
+    """The evasion's clearance penalty per scene, :math:`\\sum_{t, j} [\\text{clearance} - c_{tj}]_+^2`
+    over counted vehicles :math:`j`, differentiated only where it is non-zero (torch).
+
+    ``tr`` (B, T, 4) are the ego's states (with gradients), ``oth_x``, ``oth_y`` (B, T, N, 3) the
+    fixed vehicles' disc centres and ``counted`` (B, 1, N) which vehicles count. The dense form
+    ``(relu(clearance - clr) ** 2 * mask).sum((1, 2))`` spends most of an Adam step on the
+    (B, T, N, 3, 3) disc pairs of entries whose penalty and gradient are exactly zero; here one
+    pass without autograd finds the violated (scene, step, vehicle) entries, and only those are
+    recomputed with autograd, by the same arithmetic, so that every gradient is the dense one
+    bit for bit (a test compares them) wherever at most two vehicles are violated at one
+    (scene, step) — a sum of two terms does not depend on its order; with three or more the
+    two forms may group the sum over vehicles differently, in the last bits. With ``per_vehicle`` the ego's discs are taken per
+    (step, vehicle) entry, as :func:`evade_ego`'s dense form did on the ego expanded over the
+    vehicles; otherwise once per violated (scene, step), as :func:`_disc_clearance_to`. The
+    value (for the loss only, never read back) may differ from the dense sum in the last bits.
+
+    Returns
+    -------
+    torch.Tensor, shape (B,)
+    """
+    import torch
+
+    with torch.no_grad():
+        clr_all = _pair_clearance(_disc_centres(tr, c)[:, :, None], oth_x, oth_y, c)  # (B, T, N)
+        bi, ti, ni = (((clearance - clr_all) > 0) & counted).nonzero(as_tuple=True)
+    if per_vehicle:
+        pa = _disc_centres(tr[bi, ti], c)  # (K, 3, 2)
+    else:
+        bt, inv = torch.unique(bi * tr.shape[1] + ti, return_inverse=True)  # the violated (scene, step)s
+        pa = _disc_centres(tr[bt // tr.shape[1], bt % tr.shape[1]], c)[inv]  # (K, 3, 2)
+    clr = _pair_clearance(pa, oth_x[bi, ti, ni], oth_y[bi, ti, ni], c)  # (K,)
+    return torch.zeros(tr.shape[0], dtype=tr.dtype).index_add(0, bi, torch.relu(clearance - clr) ** 2)
 
 
 def _to_raw(ctrl: np.ndarray, c: RoadConfig) -> np.ndarray:
@@ -1468,11 +1692,12 @@ def attack_adversary(scenes: SceneBatch, scene_idx: np.ndarray, adversary: np.nd
     ego = torch.as_tensor(b.states[si, :, 0])  # (B, T+1, 4)
     s0 = torch.as_tensor(b.states[si, 0, adv])  # (B, 4)
     raw = torch.tensor(_to_raw(b.controls[si, :, adv], c), requires_grad=True)  # (B, T, 2)
-    opt = torch.optim.Adam([raw], lr=lr)
+    ego_xy = _split_xy(_disc_centres(ego, c))  # (B, T+1, 3) each: the logged ego is fixed
+    opt = _Adam([raw], lr=lr)
     for _ in range(iters):
         ctrl = _from_raw(raw, c)
         tr = _rollout_torch(s0, ctrl, c)
-        clr = _disc_clearance(tr, ego, c)  # (B, T+1)
+        clr = _pair_clearance(_disc_centres(tr, c), *ego_xy, c)  # (B, T+1), = _disc_clearance(tr, ego, c)
         soft = -tau * torch.logsumexp(-clr / tau, -1)
         lo, hi = c.accel_bounds
         effort = ((ctrl[..., 0] / max(-lo, hi)) ** 2 + (ctrl[..., 1] / c.steer_max) ** 2).mean(-1)
@@ -1650,16 +1875,19 @@ def evade_ego(scenes: SceneBatch, scene_idx: np.ndarray, adversary: np.ndarray, 
     m = b.present[si].copy()
     m[:, 0] = False
     oth = torch.as_tensor(others)
-    mask = torch.as_tensor(m, dtype=torch.float64)
     log = torch.as_tensor(b.states[si, :, 0])
     s0 = log[:, 0]
     raw = torch.tensor(_to_raw(b.controls[si, :, 0], c), requires_grad=True)
-    opt = torch.optim.Adam([raw], lr=lr)
+    oth_x, oth_y = _split_xy(_disc_centres(oth, c))  # (B, T+1, N, 3) each: the others are fixed while planning
+    counted = torch.as_tensor(m)[:, None]  # (B, 1, N) bool
+    opt = _Adam([raw], lr=lr)
     for _ in range(iters):
         ctrl = _from_raw(raw, c)
         tr = _rollout_torch(s0, ctrl, c)  # (B, T+1, 4)
-        clr = _disc_clearance(tr[:, :, None].expand_as(oth), oth, c)  # (B, T+1, N)
-        viol = (torch.relu(clearance - clr) ** 2 * mask[:, None]).sum((1, 2))
+        # the penalty 50 [clearance - c_tj]_+^2 has a gradient only where the clearance is violated: find
+        # those (scene, step, vehicle) entries without autograd, then differentiate there alone
+        # (_violations: the same values and gradients as the dense form, a few entries instead of B (T+1) N)
+        viol = _violations(tr, oth_x, oth_y, counted, clearance, c, per_vehicle=True)  # (B,)
         track = ((tr[..., 0] - log[..., 0]) ** 2 + lateral_weight * (tr[..., 1] - log[..., 1]) ** 2).mean(-1)
         lo, hi = c.accel_bounds
         effort = ((ctrl[..., 0] / max(-lo, hi)) ** 2 + (ctrl[..., 1] / c.steer_max) ** 2).mean(-1)
@@ -1802,7 +2030,7 @@ def evade_ego_receding(scenes: SceneBatch, scene_idx: np.ndarray, adversary: np.
     others[np.arange(len(si)), :, adv] = at
     m = b.present[si].copy()
     m[:, 0] = False
-    mask = torch.as_tensor(m, dtype=torch.float64)
+    counted = torch.as_tensor(m)[:, None]  # (B, 1, N) bool: every present vehicle but the ego
     log = torch.as_tensor(b.states[si, :, 0])  # (B, T+1, 4)
     plan = _to_raw(b.controls[si, :, 0], c)  # (B, T, 2), raw (pre-tanh) controls
     ego = np.empty((len(si), T + 1, 4))
@@ -1811,15 +2039,16 @@ def evade_ego_receding(scenes: SceneBatch, scene_idx: np.ndarray, adversary: np.
     for k0 in range(0, T, n_step_action):
         L = T - k0
         pred = torch.as_tensor(_predict_cv(others[:, k0], L, c.dt).transpose(0, 2, 1, 3))  # (B, L+1, N, 4)
-        pred_discs = _disc_centres(pred[:, 1:], c)  # (B, L, N, 3, 2): the prediction is fixed while planning
+        pred_x, pred_y = _split_xy(_disc_centres(pred[:, 1:], c))  # (B, L, N, 3) each: fixed while planning
         s0 = torch.as_tensor(ego[:, k0])
         raw = torch.tensor(plan[:, k0:], requires_grad=True)  # (B, L, 2)
-        opt = torch.optim.Adam([raw], lr=lr)
+        opt = _Adam([raw], lr=lr)
         for _ in range(iters if k0 == 0 else replan_iters):
             ctrl = _from_raw(raw, c)
             tr = _rollout_torch_scan(s0, ctrl, c)  # (B, L+1, 4)
-            clr = _disc_clearance_to(tr[:, 1:], pred_discs, c)  # (B, L, N), future steps only
-            viol = (torch.relu(clearance - clr) ** 2 * mask[:, None]).sum((1, 2))
+            # future steps only; the same sum as (relu(clearance - _disc_clearance_to(tr[:, 1:], pred discs, c))^2
+            # * mask).sum((1, 2)), differentiated only where the clearance is violated (see _violations)
+            viol = _violations(tr[:, 1:], pred_x, pred_y, counted, clearance, c, per_vehicle=False)  # (B,)
             track = ((tr[..., 0] - log[:, k0:, 0]) ** 2 + lateral_weight * (tr[..., 1] - log[:, k0:, 1]) ** 2).mean(-1)
             effort = ((ctrl[..., 0] / max(-lo, hi)) ** 2 + (ctrl[..., 1] / c.steer_max) ** 2).mean(-1)
             loss = (50 * viol + track_weight * track + 10 * _road_penalty(tr, c) + 0.1 * effort).sum()
@@ -1950,8 +2179,17 @@ def finetune_planner(planner: BCPlanner, generated: SceneBatch, benign: SceneBat
     _check_batch(benign, "benign")
     if generated.n_scenes == 0:  # nothing generated to fine-tune on: the planner as it was
         return planner.copy()
-    vg, eg, wg = planner_samples(generated, frames, res=planner.res)
-    vb, eb, wb = planner_samples(benign, benign_frames, res=planner.res)
+    return _finetune(planner, planner_samples(generated, frames, res=planner.res),
+                     planner_samples(benign, benign_frames, res=planner.res), epochs=epochs, lr=lr,
+                     random_state=random_state)
+
+
+def _finetune(planner: BCPlanner, gen_samples: tuple, benign_samples: tuple, *, epochs: int, lr: float,
+              random_state: RandomState) -> BCPlanner:
+    """:func:`finetune_planner` from :func:`planner_samples` of both sets (the benign ones
+    computed once for several fine-tunings)."""
+    vg, eg, wg = gen_samples
+    vb, eb, wb = benign_samples
     rng = check_random_state(random_state)
     pick = rng.choice(len(vb), size=min(len(vb), len(vg)), replace=False)
     new = planner.copy()
@@ -2188,7 +2426,7 @@ def train_selector(policy: SelectorPolicy, features: np.ndarray, mask: np.ndarra
     rng = check_random_state(random_state)
     g = torch.Generator().manual_seed(seed_from(rng))
     ref = policy.copy()
-    opt = torch.optim.Adam(policy.net.parameters(), lr=lr)
+    opt = _Adam(policy.net.parameters(), lr=lr)
     S = len(f)
     for _ in range(iters):
         idx = rng.choice(S, size=min(batch, S), replace=False)
@@ -2354,6 +2592,22 @@ def collision_rates(planner: Any, scenes: SceneBatch, eval_frames: np.ndarray) -
     return float(c.mean()), float(c.any(1).mean())
 
 
+class _Scored:
+    """A scene set scored by several planners at the same ``eval_frames``: the views are
+    rendered once (:func:`collision_rates` renders them per call; the rates are the same)."""
+
+    def __init__(self, scenes: SceneBatch, eval_frames: np.ndarray, res: int = 12) -> None:
+        self.b = scenes
+        self.fr = np.tile(np.asarray(eval_frames), (scenes.n_scenes, 1))
+        self.inputs = _planner_inputs(scenes, self.fr, res) if scenes.n_scenes else None
+
+    def rates(self, planner: Any) -> tuple[float, float]:
+        if self.b.n_scenes == 0:
+            return np.nan, np.nan
+        c = _plan_collisions(planner, self.b, self.fr, self.inputs, 20)
+        return float(c.mean()), float(c.any(1).mean())
+
+
 def run_replicate(s: int, config: dict[str, Any], *, baseline: Any, train_frames: np.ndarray,
                   eval_frames: np.ndarray) -> tuple[dict[str, Any], dict[str, Any]]:
     """One replicate of the chapter's experiment (every stage of the pipeline, for seed ``s``).
@@ -2409,10 +2663,10 @@ def run_replicate(s: int, config: dict[str, Any], *, baseline: Any, train_frames
     test = benign_scenes(config["n_test"], T, random_state=1000 * s + 3)
     pool = benign_scenes(config["n_gen"], T, random_state=1000 * s + 4)
     t0 = _time.perf_counter()
+    # the benign training samples, rendered once: behaviour cloning and both fine-tunings read them
+    train_samples = planner_samples(train, np.tile(train_frames, (train.n_scenes, 1)))
     planner = BCPlanner(random_state=s).fit(
-        *planner_samples(
-            train, np.tile(train_frames, (train.n_scenes, 1))
-        ),
+        *train_samples,
         epochs=config["bc_epochs"],
         random_state=s,
     )
@@ -2507,32 +2761,27 @@ def run_replicate(s: int, config: dict[str, Any], *, baseline: Any, train_frames
     out["n generated test"] = gen_te.n_scenes
     out["n generated train"] = gen_tr.n_scenes
     out["min_dist"] = info["min_dist"][te_att].tolist()
-    out["benign"] = collision_rates(planner, test, eval_frames)
+    # each scored set's views are rendered once for all the planners scored on it (= collision_rates)
+    test_s, gen_te_s, gen_tr_s = (_Scored(x, eval_frames) for x in (test, gen_te, gen_tr))
+    out["benign"] = test_s.rates(planner)
     # positive control: the cloned planner drives better than this
-    out["benign, keep-lane"] = collision_rates(baseline, test, eval_frames)
+    out["benign, keep-lane"] = test_s.rates(baseline)
     out["benign (same scenes)"] = collision_rates(planner, test.subset(te_scene), eval_frames)
-    out["generated"] = collision_rates(planner, gen_te, eval_frames)
+    out["generated"] = gen_te_s.rates(planner)
     t0 = _time.perf_counter()
-    ft = finetune_planner(
-        planner,
-        gen_tr,
-        train,
-        np.tile(train_frames, (gen_tr.n_scenes, 1)),
-        np.tile(train_frames, (train.n_scenes, 1)),
-        epochs=config["ft_epochs"],
-        random_state=s,
-    )
+    # = finetune_planner(planner, gen_tr, train, frames, train frames), the benign samples reused
+    ft = _finetune_on(planner, gen_tr, train_samples, train_frames, epochs=config["ft_epochs"], random_state=s)
     tim["fine-tuning"] = _time.perf_counter() - t0
-    out["benign, fine-tuned"] = collision_rates(ft, test, eval_frames)
-    out["generated train"] = collision_rates(planner, gen_tr, eval_frames)
-    out["generated train, fine-tuned"] = collision_rates(ft, gen_tr, eval_frames)
+    out["benign, fine-tuned"] = test_s.rates(ft)
+    out["generated train"] = gen_tr_s.rates(planner)
+    out["generated train, fine-tuned"] = gen_tr_s.rates(ft)
     lat = np.abs(
         gen_te.states[:, :, 0, 1] - test.states[te_scene, :, 0, 1]
     ).max(1)
     out["swerve"] = (
         float((lat > test.config.lane_width / 2).mean()) if len(lat) else np.nan
     )
-    out["generated, fine-tuned"] = collision_rates(ft, gen_te, eval_frames)
+    out["generated, fine-tuned"] = gen_te_s.rates(ft)
     # sensitivity: the open-loop evasion, which knows the whole attack
     t0 = _time.perf_counter()
     gen_ol, info_ol = make_scenarios(
@@ -2544,18 +2793,21 @@ def run_replicate(s: int, config: dict[str, Any], *, baseline: Any, train_frames
     ol_te = info_ol["scene"] >= n_tr
     ol_tr = gen_ol.subset(np.flatnonzero(~ol_te))
     ol_te = gen_ol.subset(np.flatnonzero(ol_te))
-    ft_ol = finetune_planner(
-        planner,
-        ol_tr,
-        train,
-        np.tile(train_frames, (ol_tr.n_scenes, 1)),
-        np.tile(train_frames, (train.n_scenes, 1)),
-        epochs=config["ft_epochs"],
-        random_state=s,
-    )
+    ft_ol = _finetune_on(planner, ol_tr, train_samples, train_frames, epochs=config["ft_epochs"], random_state=s)
     tim["open-loop sensitivity"] = _time.perf_counter() - t0
     out["kept, open loop"] = float(info_ol["kept"][te_att].mean())
-    out["generated, open loop"] = collision_rates(planner, ol_te, eval_frames)
-    out["generated, open loop, fine-tuned"] = collision_rates(ft_ol, ol_te, eval_frames)
-    out["benign, open loop fine-tuned"] = collision_rates(ft_ol, test, eval_frames)
+    ol_te_s = _Scored(ol_te, eval_frames)
+    out["generated, open loop"] = ol_te_s.rates(planner)
+    out["generated, open loop, fine-tuned"] = ol_te_s.rates(ft_ol)
+    out["benign, open loop fine-tuned"] = test_s.rates(ft_ol)
     return out, tim
+
+
+def _finetune_on(planner: BCPlanner, generated: SceneBatch, benign_samples: tuple, frames: np.ndarray, *, epochs: int,
+                 random_state: RandomState) -> BCPlanner:
+    """:func:`finetune_planner` of ``planner`` on ``generated`` (sampled at ``frames``, every scene)
+    with the benign samples already rendered (:func:`planner_samples`)."""
+    if generated.n_scenes == 0:
+        return planner.copy()
+    gen = planner_samples(generated, np.tile(frames, (generated.n_scenes, 1)), res=planner.res)
+    return _finetune(planner, gen, benign_samples, epochs=epochs, lr=5e-4, random_state=random_state)
