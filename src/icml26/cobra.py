@@ -1690,7 +1690,7 @@ def _peft_mlp_forward(model: nn.Module) -> Callable[[torch.Tensor], torch.Tensor
     peft wrapped (LoRA ``Linear`` or AdaLoRA ``SVDLinear``, one active adapter, no dropout,
     not merged). The returned function runs the same tensor operations, in the same
     order, as peft's forward (``lora.Linear.forward``: ``W x + b + B(A x) * s``;
-    ``adalora.SVDLinear.forward``: ``W x + b += (x (A \odot E)^T B^T) * s / (r + 10^{-5})``),
+    ``adalora.SVDLinear.forward``: ``W x + b += (x (A \\odot E)^T B^T) * s / (r + 10^{-5})``),
     so its outputs and gradients are bit-identical; it skips only the module dispatch
     (tested against ``model(x)``).
     """
