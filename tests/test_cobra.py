@@ -270,3 +270,76 @@ def test_every_method_is_counted_at_the_budget_in_task_b():
     sub = C.encoder_seed(enc, r0=2, steps=12, warmup=3, batch_size=16, cond_n=4, cond_steps=4,
                          methods=["uniform", C.ADALORA], random_state=0)
     assert [r["method"] for r in sub["rows"]] == ["uniform", C.ADALORA]
+
+
+# --------------------------------------------------------------------------- performance paths (issue 26)
+
+
+def _dirichlet_reference(p, costs, budget, *, kappa, steps=300, lr=0.05, n_samples=32, random_state=0):
+    """The Dirichlet loop as it was written before the lean one: distribution objects and kl_divergence."""
+    from icml26._common import seed_from
+
+    pv = np.asarray(p, float) / np.sum(p)
+    c = np.asarray(costs)
+    gen = torch.Generator().manual_seed(seed_from(random_state))
+    prior = torch.distributions.Dirichlet(torch.tensor(kappa * pv, dtype=torch.float64))
+    pt = torch.tensor(pv, dtype=torch.float64)
+    scale = torch.tensor(budget / c, dtype=torch.float64)
+    log_eta = torch.tensor(np.log(kappa * pv), dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.Adam([log_eta], lr=lr)
+    history = np.empty(steps)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=gen)))
+        for s in range(steps):
+            q = torch.distributions.Dirichlet(log_eta.exp())
+            pi = q.rsample((n_samples,))
+            lik = (pt * torch.log1p(pi * scale)).sum(1).mean()
+            elbo = lik - torch.distributions.kl_divergence(q, prior)
+            opt.zero_grad()
+            (-elbo).backward()
+            opt.step()
+            history[s] = float(elbo.detach())
+    return log_eta.detach().exp().numpy(), history
+
+
+@pytest.mark.parametrize("kappa", [0.5, 50.0])
+def test_dirichlet_allocation_is_bit_identical_to_the_distribution_loop(kappa):
+    p, costs = np.array([0.5, 0.2, 0.3]), np.array([96, 128, 68])
+    d = C.dirichlet_rank_allocation(p, costs, 2 * costs.sum(), kappa=kappa, steps=60, random_state=3)
+    eta, hist = _dirichlet_reference(p, costs, 2 * costs.sum(), kappa=kappa, steps=60, random_state=3)
+    assert np.array_equal(d.eta, eta)
+    assert np.array_equal(d.elbo, hist)
+
+
+@pytest.mark.parametrize("adalora", [False, True])
+def test_lean_mlp_forward_and_loss_are_bit_identical_to_peft(adalora):
+    task = C.highrank_regression_task([0, 2, 1], n_train=64, n_test=8, width=16, random_state=0)
+    if adalora:
+        m = C.make_adalora_model(task.base, task.layer_names, target_r=2, init_r=3, total_step=10, random_state=1)
+    else:
+        m = C.make_lora_model(task.base, {"0": 2, "2": 3, "4": 1}, random_state=1)
+    with torch.no_grad():  # non-zero B (and E) so that the adapters take part
+        for n, p in m.named_parameters():
+            if "lora_" in n:
+                p.copy_(torch.randn_like(p))
+    fwd = C._peft_mlp_forward(m)
+    assert fwd is not None
+    x, y = task.X_train[:32], task.y_train[:32]
+    assert torch.equal(fwd(x), m(x))
+    plain = C._mse_orth if adalora else C._mse
+    grads = []
+    for loss_fn in (plain, C._regression_loss(m, adalora)):
+        m.zero_grad()
+        loss = loss_fn(m, x, y)
+        loss.backward()
+        grads.append((loss.detach(), [p.grad.clone() for p in m.parameters() if p.requires_grad]))
+    assert torch.equal(grads[0][0], grads[1][0])
+    assert all(torch.equal(a, b) for a, b in zip(grads[0][1], grads[1][1], strict=True))
+
+
+def test_lean_mlp_forward_declines_a_model_it_does_not_know():
+    net = _mlp().float()
+    m = C.make_lora_model(net, {"0": 2, "2": 2}, random_state=0)  # the last Linear stays a plain Linear
+    assert C._peft_mlp_forward(torch.nn.Linear(3, 3)) is None
+    assert C._peft_mlp_forward(m) is None
+    assert C._regression_loss(m, False) is C._mse

@@ -725,22 +725,35 @@ def dirichlet_rank_allocation(
     steps = check_int(steps, "steps", low=1)
     lr = check_real(lr, "lr", lo=0.0, lo_open=True)
     n_samples = check_int(n_samples, "n_samples", low=1)
+    from torch.distributions.dirichlet import _Dirichlet
+
     gen = torch.Generator().manual_seed(seed_from(random_state))
     pv = pv / pv.sum()
-    prior = torch.distributions.Dirichlet(torch.tensor(kappa * pv, dtype=torch.float64))
+    prior_c = torch.tensor(kappa * pv, dtype=torch.float64)  # (L,) the prior Dir(kappa p)
+    # the prior's terms of KL(Dir(eta) || Dir(kappa p)), which do not change over the steps
+    prior_sum_lgamma = prior_c.sum(-1).lgamma()
+    prior_lgamma = prior_c.lgamma()
     pt = torch.tensor(pv, dtype=torch.float64)
     scale = torch.tensor(budget / c, dtype=torch.float64)  # (L,) rank per unit share
     log_eta = torch.tensor(np.log(kappa * pv), dtype=torch.float64, requires_grad=True)
     opt = torch.optim.Adam([log_eta], lr=lr)
     history = np.empty(steps)
+    sample_shape = (n_samples, pv.size)
     # rsample draws from torch's global generator; fork it once so the caller's state is kept
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=gen)))
         for s in range(steps):
-            q = torch.distributions.Dirichlet(log_eta.exp())
-            pi = q.rsample((n_samples,))  # (S, L)
+            # the operations of Dirichlet(eta).rsample((S,)) and kl_divergence(Dir(eta), prior),
+            # in their order, without the distribution objects' checks and dispatch
+            eta_t = log_eta.exp()
+            pi = _Dirichlet.apply(eta_t.expand(sample_shape))  # (S, L)
             lik = (pt * torch.log1p(pi * scale)).sum(1).mean()
-            elbo = lik - torch.distributions.kl_divergence(q, prior)
+            sum_eta = eta_t.sum(-1)
+            t1 = sum_eta.lgamma() - prior_sum_lgamma
+            t2 = (eta_t.lgamma() - prior_lgamma).sum(-1)
+            t3 = eta_t - prior_c
+            t4 = eta_t.digamma() - sum_eta.digamma().unsqueeze(-1)
+            elbo = lik - (t1 - t2 + (t3 * t4).sum(-1))
             opt.zero_grad()
             (-elbo).backward()
             opt.step()
@@ -1022,13 +1035,35 @@ def adalora_orth_penalty(model: nn.Module) -> torch.Tensor:
     ----------
     Zhang et al., AdaLoRA, ICLR 2023, eq. (4); peft ``AdaLoraModel.forward``.
     """
-    terms = []
-    for n, p in model.named_parameters():
-        if ".lora_A." in n or n.endswith(".lora_A") or ".lora_B." in n or n.endswith(".lora_B"):
-            cov = p @ p.T if "lora_A" in n else p.T @ p
-            terms.append(torch.linalg.matrix_norm(cov - torch.eye(cov.shape[0], dtype=cov.dtype)))
-    if not terms:
+    return _orth_penalty_of(_orth_params(model))
+
+
+def _orth_params(model: nn.Module) -> list[tuple[bool, torch.Tensor]]:
+    """The ``lora_A`` / ``lora_B`` tensors of a model, in parameter order: ``(is_A, tensor)``."""
+    found = [
+        ("lora_A" in n, p)
+        for n, p in model.named_parameters()
+        if ".lora_A." in n or n.endswith(".lora_A") or ".lora_B." in n or n.endswith(".lora_B")
+    ]
+    if not found:
         raise ValueError("the model has no lora_A / lora_B tensors")
+    return found
+
+
+def _orth_penalty_of(found: Sequence[tuple[bool, torch.Tensor]],
+                     eyes: dict[tuple[int, torch.dtype], torch.Tensor] | None = None) -> torch.Tensor:
+    """:func:`adalora_orth_penalty` of tensors collected by :func:`_orth_params` (``eyes``: a cache of identities)."""
+    terms = []
+    for is_a, p in found:
+        cov = p @ p.T if is_a else p.T @ p
+        key = (cov.shape[0], cov.dtype)
+        if eyes is None:
+            eye = torch.eye(cov.shape[0], dtype=cov.dtype)
+        else:
+            eye = eyes.get(key)
+            if eye is None:
+                eye = eyes[key] = torch.eye(cov.shape[0], dtype=cov.dtype)
+        terms.append(torch.linalg.matrix_norm(cov - eye))
     return torch.stack(terms).mean()
 
 
@@ -1648,6 +1683,97 @@ def _mse_orth(m: nn.Module, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
     return _mse(m, xb, yb) + 0.5 * adalora_orth_penalty(m)
 
 
+def _peft_mlp_forward(model: nn.Module) -> Callable[[torch.Tensor], torch.Tensor] | None:
+    """A lean forward of a peft model of task A's MLP, or ``None`` where its structure is not the expected one.
+
+    The base is an ``nn.Sequential`` of ``nn.Linear`` and ``nn.Tanh`` whose Linear layers
+    peft wrapped (LoRA ``Linear`` or AdaLoRA ``SVDLinear``, one active adapter, no dropout,
+    not merged). The returned function runs the same tensor operations, in the same
+    order, as peft's forward (``lora.Linear.forward``: ``W x + b + B(A x) * s``;
+    ``adalora.SVDLinear.forward``: ``W x + b += (x (A \\odot E)^T B^T) * s / (r + 10^{-5})``),
+    so its outputs and gradients are bit-identical; it skips only the module dispatch
+    (tested against ``model(x)``).
+    """
+    try:
+        from peft.tuners.adalora.layer import SVDLinear
+        from peft.tuners.lora.layer import Linear as LoraLinear
+    except ImportError:  # pragma: no cover - peft is a dependency
+        return None
+    seq = getattr(getattr(model, "base_model", None), "model", None)
+    if not isinstance(seq, nn.Sequential) or getattr(model, "active_adapters", None) != ["default"]:
+        return None
+    plan: list[tuple] = []
+    for mod in seq:
+        if isinstance(mod, nn.Tanh):
+            plan.append(("tanh",))
+            continue
+        if type(mod) not in (LoraLinear, SVDLinear) or mod.disable_adapters or mod.merged:
+            return None
+        base = mod.base_layer
+        if type(base) is not nn.Linear or list(mod.lora_A) != ["default"] or mod.fan_in_fan_out:
+            return None
+        if not isinstance(mod.lora_dropout["default"], nn.Identity):
+            return None
+        if getattr(mod, "cast_input_dtype_enabled", True) is False:
+            return None
+        if isinstance(mod, SVDLinear):
+            plan.append(("svd", base, mod.lora_A["default"], mod.lora_B["default"], mod.lora_E["default"],
+                         mod.scaling["default"], mod.ranknum["default"]))
+        else:
+            if mod.lora_variant or getattr(mod, "use_dora", {}).get("default", False):
+                return None
+            a, b = mod.lora_A["default"], mod.lora_B["default"]
+            if type(a) is not nn.Linear or type(b) is not nn.Linear or a.bias is not None or b.bias is not None:
+                return None
+            plan.append(("lora", base, a, b, mod.scaling["default"]))
+    F = torch.nn.functional
+
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        for step in plan:
+            kind = step[0]
+            if kind == "tanh":
+                x = torch.tanh(x)
+                continue
+            base = step[1]
+            result = F.linear(x, base.weight, base.bias)
+            if kind == "lora":
+                _, _, a, b, scaling = step
+                xa = x if x.dtype == a.weight.dtype else x.to(dtype=a.weight.dtype)
+                result = result + F.linear(F.linear(xa, a.weight), b.weight) * scaling
+                x = result.to(result.dtype)
+            else:
+                _, _, lora_a, lora_b, lora_e, scaling, ranknum = step
+                ranknum = ranknum + 1e-5
+                xa = x if x.dtype == lora_a.dtype else x.to(dtype=lora_a.dtype)
+                result += (xa @ (lora_a * lora_e).T @ lora_b.T) * scaling / ranknum
+                x = result
+        return x
+
+    return forward
+
+
+def _regression_loss(m: nn.Module, adalora: bool) -> Callable[[nn.Module, torch.Tensor, torch.Tensor], torch.Tensor]:
+    """Task A's training loss for one model: :func:`_mse` (and :func:`_mse_orth` for AdaLoRA), same numbers, less dispatch.
+
+    The lean forward of :func:`_peft_mlp_forward` and the AdaLoRA tensors collected once
+    stand in for ``m(x)`` and :func:`adalora_orth_penalty`'s search of the parameters at
+    every step; where the structure is not the expected one, the plain losses are used.
+    """
+    fwd = _peft_mlp_forward(m)
+    if fwd is None:
+        return _mse_orth if adalora else _mse
+    if not adalora:
+        def loss(_m, xb, yb):
+            return ((fwd(xb) - yb) ** 2).mean()
+        return loss
+    found = _orth_params(m)
+    eyes: dict = {}
+
+    def loss_orth(_m, xb, yb):
+        return ((fwd(xb) - yb) ** 2).mean() + 0.5 * _orth_penalty_of(found, eyes)
+    return loss_orth
+
+
 def regression_seed(
     true_ranks: Sequence[int],
     *,
@@ -1720,7 +1846,7 @@ def regression_seed(
     for name, m in models.items():
         counts = adapter_param_counts(m)
         ada = name.startswith("AdaLoRA")
-        train_lora(m, _mse_orth if ada else _mse, task.X_train, task.y_train, steps=steps, lr=lr,
+        train_lora(m, _regression_loss(m, ada), task.X_train, task.y_train, steps=steps, lr=lr,
                    batch_size=batch_size, adalora=ada, random_state=random_state)
         with torch.no_grad():
             test = float(_mse(m, task.X_test, task.y_test))
