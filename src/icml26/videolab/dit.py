@@ -215,16 +215,16 @@ class DiTConditions:
 
 
 # --------------------------------------------------------------------------- embeddings
-@functools.lru_cache(maxsize=None)
-def _freqs(half: int) -> torch.Tensor:
-    """The ``half`` frequencies ``10000^(-k / half)`` of :func:`_sincos` (cached; never modify the result)."""
-    with torch.inference_mode(False):
+@functools.lru_cache(maxsize=64)
+def _freqs(half: int, device: torch.device) -> torch.Tensor:
+    """The ``half`` frequencies ``10000^(-k / half)`` of :func:`_sincos` on ``device`` (cached: never modify it)."""
+    with torch.inference_mode(False), torch.device(device):
         return torch.exp(-math.log(10000.0) * torch.arange(half, dtype=torch.float32) / max(half, 1))
 
 
 def _sincos(pos: torch.Tensor, dim: int) -> torch.Tensor:
     """Sine-cosine embedding ``[..., dim]`` of positions ``pos`` (``dim`` even)."""
-    ang = pos.to(torch.float32)[..., None] * _freqs(dim // 2)  # [..., half]
+    ang = pos.to(torch.float32)[..., None] * _freqs(dim // 2, pos.device)  # [..., half]
     return torch.cat([torch.sin(ang), torch.cos(ang)], dim=-1)
 
 
@@ -239,28 +239,29 @@ def _pos_embed_3d(t: int, h: int, w: int, dim: int, t0: int = 0) -> torch.Tensor
     return torch.cat([et[:, None, :].expand(t, h * w, dt), sp[None].expand(t, h * w, 2 * ds)], dim=-1)
 
 
-# The tables below depend only on sizes, so they are built once per size and shared by every
-# forward pass (the same values :func:`_pos_embed_3d` returns; callers must never modify them).
+# The tables below depend only on sizes, so they are built once per size and device and
+# shared by every forward pass: the values :func:`_pos_embed_3d` gives on that device.
+# Callers must never modify them in place.
 @functools.lru_cache(maxsize=256)
-def _pos_table(t: int, h: int, w: int, dim: int, t0: int = 0) -> torch.Tensor:
-    """Cached :func:`_pos_embed_3d` ``[t, h*w, dim]``."""
-    with torch.inference_mode(False):
+def _pos_table(t: int, h: int, w: int, dim: int, t0: int, device: torch.device) -> torch.Tensor:
+    """Cached :func:`_pos_embed_3d` ``[t, h*w, dim]`` on ``device``."""
+    with torch.inference_mode(False), torch.device(device):
         return _pos_embed_3d(t, h, w, dim, t0)
 
 
 @functools.lru_cache(maxsize=256)
-def _shifted_pos_table(tt: int, r: int, h: int, w: int, dim: int) -> torch.Tensor:
-    """``[1, tt*h*w, dim]``: the ``r`` pseudo-frames' rows of the table, then the real frames counted from 0."""
+def _shifted_pos_table(tt: int, r: int, h: int, w: int, dim: int, device: torch.device) -> torch.Tensor:
+    """``[1, tt*h*w, dim]``: the rows of the ``r`` pseudo-frames of the ``tt``-frame table, then real frames counted from 0."""
     n = h * w
-    with torch.inference_mode(False):
-        pos = _pos_table(tt, h, w, dim).reshape(1, tt * n, dim)
-        return torch.cat([pos[:, : r * n], _pos_table(tt - r, h, w, dim).reshape(1, (tt - r) * n, dim)], dim=1)
+    with torch.inference_mode(False), torch.device(device):
+        pos = _pos_table(tt, h, w, dim, 0, device).reshape(1, tt * n, dim)
+        return torch.cat([pos[:, : r * n], _pos_table(tt - r, h, w, dim, 0, device).reshape(1, (tt - r) * n, dim)], dim=1)
 
 
 @functools.lru_cache(maxsize=256)
-def _frame_code(t: int, dim: int, t0: int) -> torch.Tensor:
-    """``[t, dim]``: the temporal part of :func:`_pos_embed_3d` for frames ``t0 ... t0 + t - 1``, spatial part zeroed."""
-    with torch.inference_mode(False):
+def _frame_code(t: int, dim: int, t0: int, device: torch.device) -> torch.Tensor:
+    """``[t, dim]``: the temporal part of :func:`_pos_embed_3d` for frames ``t0 ... t0 + t - 1``, the spatial part zeroed."""
+    with torch.inference_mode(False), torch.device(device):
         pe = _pos_embed_3d(t, 1, 1, dim, t0=t0)[:, 0].clone()  # [T, d]
         pe[:, dim - 2 * (2 * ((dim // 3) // 2)):] = 0.0
         return pe
@@ -522,6 +523,31 @@ class TinyDiT(nn.Module):
         x = tok.view(b, t, hh // p, ww // p, c, p, p).permute(0, 4, 1, 2, 5, 3, 6)
         return x.reshape(b, c, t, hh, ww)
 
+    def _channel_input(self, x_t: torch.Tensor, cond: DiTConditions) -> torch.Tensor:
+        """``[x_t; y]`` on channels, ``[B, 2C+1, R+T, H, W]``, with ``y = [mask (1 ch); latents (C ch)]``.
+
+        ``y`` holds the (masked) references at the pseudo-frames and the (masked) pose at the
+        frames, zeros where a path is off; ``cond`` must already be checked. Built segment by
+        segment with concatenations (the values of zero-filling ``y`` and writing each segment).
+        """
+        cfg = self.config
+        b, c, tt, hh, ww = x_t.shape
+        r = cfg.n_pseudo
+        tv = tt - r
+        ymask, ylat = [], []  # per timeline segment: [B, 1, *, H, W] and [B, C, *, H, W]
+        if cfg.refs == "channel":
+            rm = cond.ref_mask[:, None, :, None, None]  # [B, 1, R, 1, 1]
+            ymask.append(rm.expand(b, 1, r, hh, ww))
+            ylat.append(cond.refs.transpose(1, 2) * rm)
+        if cfg.pose:
+            pm = cond.pose_mask.view(b, 1, 1, 1, 1)
+            ymask.append(pm.expand(b, 1, tv, hh, ww))
+            ylat.append(cond.pose * pm)
+        else:
+            ymask.append(x_t.new_zeros(b, 1, tv, hh, ww))
+            ylat.append(x_t.new_zeros(b, c, tv, hh, ww))
+        return torch.cat([x_t, torch.cat(ymask, dim=2), torch.cat(ylat, dim=2)], dim=1)
+
     def forward(self, x_t: torch.Tensor, t: torch.Tensor, cond: DiTConditions | None = None) -> torch.Tensor:
         """Velocity ``[B, C, n_pseudo + T, H, W]`` at the noisy timeline ``x_t`` and times ``t`` ``[B]``."""
         cfg = self.config
@@ -533,31 +559,15 @@ class TinyDiT(nn.Module):
             t = t.expand(b)
         if t.shape != (b,):
             raise ValueError(f"t has shape {tuple(t.shape)}, expected ({b},) or a scalar")
-        inp = x_t
-        if cfg.uses_channel_path:
-            # y = [mask; latents] on the timeline: references (masked) at the pseudo-frames, pose at the frames
-            tv = tt - r
-            ymask, ylat = [], []  # per timeline segment: [B, 1, *, H, W] and [B, C, *, H, W]
-            if cfg.refs == "channel":
-                rm = cond.ref_mask[:, None, :, None, None]  # [B, 1, R, 1, 1]
-                ymask.append(rm.expand(b, 1, r, hh, ww))
-                ylat.append(cond.refs.transpose(1, 2) * rm)
-            if cfg.pose:
-                pm = cond.pose_mask.view(b, 1, 1, 1, 1)
-                ymask.append(pm.expand(b, 1, tv, hh, ww))
-                ylat.append(cond.pose * pm)
-            else:
-                ymask.append(x_t.new_zeros(b, 1, tv, hh, ww))
-                ylat.append(x_t.new_zeros(b, c, tv, hh, ww))
-            inp = torch.cat([x_t, torch.cat(ymask, dim=2), torch.cat(ylat, dim=2)], dim=1)  # [B, 2C+1, R+T, H, W]
+        inp = self._channel_input(x_t, cond) if cfg.uses_channel_path else x_t  # [B, C (+ C+1), R+T, H, W]
         n_tok = (hh // p) * (ww // p)
         keep = self.frame_keep(cond, b, tt)  # [B, R+T] or None
         # a sample with no reference at all has no pseudo-frames: its real frames count from 0
         no_refs = None if keep is None else ~keep[:, :r].any(dim=1)  # [B]
         tok = self.embed(self._patchify(inp))  # [B, (R+T)*N, d]
-        pos = _pos_table(tt, hh // p, ww // p, d).reshape(1, tt * n_tok, d)
+        pos = _pos_table(tt, hh // p, ww // p, d, 0, x_t.device).reshape(1, tt * n_tok, d)
         if no_refs is not None and bool(no_refs.any()):
-            shifted = _shifted_pos_table(tt, r, hh // p, ww // p, d)
+            shifted = _shifted_pos_table(tt, r, hh // p, ww // p, d, x_t.device)
             pos = torch.where(no_refs[:, None, None], shifted, pos)  # [B, (R+T)*N, d]
         tok = tok + pos.to(tok.dtype)
         self_mask = None
@@ -569,7 +579,7 @@ class TinyDiT(nn.Module):
         if cfg.refs == "cross":
             rp = self._patchify(cond.refs.transpose(1, 2))  # [B, R*N, C*p*p]
             ref_tok = self.ref_embed(rp).view(b, cfg.n_refs, n_tok, d)
-            ref_tok = ref_tok + _pos_table(1, hh // p, ww // p, d)[0][None, None] + self.ref_index[None, :, None, :]
+            ref_tok = ref_tok + _pos_table(1, hh // p, ww // p, d, 0, x_t.device)[0][None, None] + self.ref_index[None, :, None, :]
             ref_tok = ref_tok.reshape(b, cfg.n_refs * n_tok, d)
             keep = cond.ref_mask.clone()
             keep[keep.sum(1) == 0] = 1.0  # a sample with no reference attends to the black images
@@ -580,9 +590,9 @@ class TinyDiT(nn.Module):
             audio = self.audio_proj(cond.audio) + self.audio_slot[None, None]  # [B, T, w, d]
             # the video tokens' frame code (no spatial part), in both variants: global attention needs it to
             # align, GLCA does not, and with it the two differ only in which audio tokens a frame sees
-            pe = _frame_code(tv, d, r)[None].expand(b, tv, d)  # [B, T, d]
+            pe = _frame_code(tv, d, r, x_t.device)[None].expand(b, tv, d)  # [B, T, d]
             if no_refs is not None and bool(no_refs.any()):
-                pe = torch.where(no_refs[:, None, None], _frame_code(tv, d, 0)[None], pe)
+                pe = torch.where(no_refs[:, None, None], _frame_code(tv, d, 0, x_t.device)[None], pe)
             audio = audio + pe[:, :, None, :].to(audio.dtype)
             amask = cond.audio_mask
         for blk in self.blocks:
