@@ -261,3 +261,110 @@ def test_rejects_mismatched_time_shape():
     m = D.TinyDiT(D.DiTConfig(**SMALL))
     with pytest.raises(ValueError, match="t has shape"):
         m(torch.randn(2, 3, 4, 8, 8), torch.rand(3))
+
+
+# --------------------------------------------------------------------------- the fast paths against their plain forms
+def _torch_adamw_groups(model, lr, mult):
+    audio = [p for n, p in model.named_parameters() if ".audio." in n or n.startswith("audio_")]
+    ids = {id(p) for p in audio}
+    return [{"params": [p for p in model.parameters() if id(p) not in ids], "lr": lr}, {"params": audio, "lr": lr * mult}]
+
+
+def test_flat_adamw_equals_torch_adamw_bit_for_bit():
+    """Odd sizes (vector tails), two groups, weight decay, a changing lr and a parameter without a gradient."""
+    g = torch.Generator().manual_seed(0)
+    shapes = [(3, 5), (7,), (16, 16), (33,), (1,)]
+    ours = [nn.Parameter(torch.randn(s, generator=g)) for s in shapes]
+    ref = [nn.Parameter(p.detach().clone()) for p in ours]
+    groups = lambda ps: [{"params": ps[:3], "lr": 0.05}, {"params": ps[3:], "lr": 0.2}]  # noqa: E731
+    opt = D._FlatAdamW(groups(ours), weight_decay=0.01)
+    topt = torch.optim.AdamW(groups(ref), lr=0.05, weight_decay=0.01, foreach=False)
+    assert not D._FlatAdamW.supports([{"params": [nn.Parameter(torch.zeros(2)), nn.Parameter(torch.zeros(2, dtype=torch.float64))]}])
+    for k in range(12):
+        for o in (opt, topt):
+            o.zero_grad(set_to_none=True)
+            for grp in o.param_groups:
+                grp["lr"] *= 0.9
+        for j, (a, b) in enumerate(zip(ours, ref)):
+            if k in (3, 4) and j == 1:
+                continue  # no gradient: torch skips the parameter and its step count
+            gr = torch.randn(a.shape, generator=g) * 10 ** float(torch.randint(-6, 2, (), generator=g))
+            a.grad, b.grad = gr.clone(), gr.clone()
+        opt.step()
+        topt.step()
+        for a, b in zip(ours, ref):
+            assert torch.equal(a.detach(), b.detach()), k
+    base = ours[0].untyped_storage().data_ptr()
+    assert all(p.untyped_storage().data_ptr() == base for p in ours[:3])  # views into one flat buffer
+    before = [p.detach().clone() for p in ours]
+    opt.release()
+    assert len({p.untyped_storage().data_ptr() for p in ours}) == len(ours)
+    assert all(torch.equal(a.detach(), b) for a, b in zip(ours, before))
+
+
+def test_train_flow_matching_default_optimizer_equals_torch_adamw():
+    cfg = D.DiTConfig(**SMALL, refs="channel", pose=True, audio="glca")
+    x = torch.randn(6, 3, 4, 8, 8, generator=torch.Generator().manual_seed(1))
+    cond = _cond(b=6, seed=2)
+    batches = lambda i: (x[i % 3 : i % 3 + 3], cond.index(slice(i % 3, i % 3 + 3)))  # noqa: E731
+    kw = dict(lr=3e-3, audio_lr_mult=4.0, weight_decay=0.05, schedule="cosine", random_state=3, show_progress=False)
+    a = D.TinyDiT(cfg, random_state=4)
+    la = D.train_flow_matching(a, batches, 8, **kw)
+    b = D.TinyDiT(cfg, random_state=4)
+    lb = D.train_flow_matching(b, batches, 8, optimizer=torch.optim.AdamW(_torch_adamw_groups(b, 3e-3, 4.0), weight_decay=0.05), **kw)
+    assert la == lb
+    for (n, p), q in zip(a.state_dict().items(), b.state_dict().values()):
+        assert torch.equal(p, q), n
+    assert len({p.untyped_storage().data_ptr() for p in a.parameters()}) == len(list(a.parameters()))  # released
+
+
+def test_cached_position_tables_equal_fresh_ones():
+    cpu = torch.device("cpu")
+    for t, h, w, d, t0 in [(10, 4, 4, 64, 0), (3, 2, 5, 48, 2), (1, 4, 4, 64, 0)]:
+        assert torch.equal(D._pos_table(t, h, w, d, t0, cpu), D._pos_embed_3d(t, h, w, d, t0))
+        assert D._pos_table(t, h, w, d, t0, cpu) is D._pos_table(t, h, w, d, t0, cpu)
+    pos = D._pos_embed_3d(10, 4, 4, 64).reshape(1, 160, 64)
+    shifted = torch.cat([pos[:, :32], D._pos_embed_3d(8, 4, 4, 64).reshape(1, 128, 64)], dim=1)
+    assert torch.equal(D._shifted_pos_table(10, 2, 4, 4, 64, cpu), shifted)
+    for t0 in (0, 2):
+        pe = D._pos_embed_3d(8, 1, 1, 64, t0=t0)[:, 0].clone()
+        pe[:, 64 - 2 * (2 * ((64 // 3) // 2)):] = 0.0
+        assert torch.equal(D._frame_code(8, 64, t0, cpu), pe)
+    half = 13
+    assert torch.equal(D._freqs(half, cpu), torch.exp(-np.log(10000.0) * torch.arange(half, dtype=torch.float32) / half))
+    # a forward pass (with absent references: the shifted tables) leaves the cached tables untouched
+    m = D.TinyDiT(D.DiTConfig(**SMALL, refs="channel", audio="glca"))
+    c = _cond(b=2, t=4, s=8)
+    c.ref_mask = torch.tensor([[1.0, 1.0], [0.0, 0.0]])
+    m(m.timeline(torch.randn(2, 3, 4, 8, 8), c), torch.rand(2), c).sum().backward()
+    assert torch.equal(D._pos_table(6, 2, 2, 32, 0, cpu), D._pos_embed_3d(6, 2, 2, 32))
+    assert torch.equal(D._shifted_pos_table(6, 2, 2, 2, 32, cpu)[:, 8:], D._pos_embed_3d(4, 2, 2, 32).reshape(1, 16, 32))
+
+
+def _channel_input_zero_filled(model, x_t, cond):
+    """The channel path's input as first written: y zero-filled, then each segment written."""
+    cfg = model.config
+    b, c, tt, hh, ww = x_t.shape
+    r = cfg.n_pseudo
+    ymask, ylat = x_t.new_zeros(b, 1, tt, hh, ww), x_t.new_zeros(b, c, tt, hh, ww)
+    if cfg.refs == "channel":
+        ymask[:, :, :r] = cond.ref_mask[:, None, :, None, None]
+        ylat[:, :, :r] = cond.refs.transpose(1, 2) * cond.ref_mask[:, None, :, None, None]
+    if cfg.pose:
+        ymask[:, :, r:] = cond.pose_mask.view(b, 1, 1, 1, 1).expand(b, 1, tt - r, hh, ww)
+        ylat[:, :, r:] = cond.pose * cond.pose_mask.view(b, 1, 1, 1, 1)
+    return torch.cat([x_t, ymask, ylat], dim=1)
+
+
+@pytest.mark.parametrize("opts", [dict(refs="channel", pose=True), dict(refs="channel"), dict(pose=True)])
+def test_channel_input_equals_the_zero_filled_form(opts):
+    m = D.TinyDiT(D.DiTConfig(**SMALL, **opts))
+    c = _cond(b=3, t=4, s=8, seed=5)
+    c.ref_mask = torch.tensor([[1.0, 1.0], [1.0, 0.0], [0.0, 0.0]])
+    c.pose_mask = torch.tensor([1.0, 0.0, 1.0])
+    x = torch.randn(3, 3, 4, 8, 8)
+    xt = m.timeline(x, c) + 0.1
+    cond = m.check_inputs(xt, c, on_timeline=True)
+    got, want = m._channel_input(xt, cond), _channel_input_zero_filled(m, xt, cond)
+    assert got.shape == (3, 7, 4 + m.n_pseudo, 8, 8)
+    assert torch.equal(got, want)

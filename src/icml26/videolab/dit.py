@@ -58,6 +58,7 @@ gated_local_context_attention.py``, ``models/wan_video_dit.py``).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -214,11 +215,16 @@ class DiTConditions:
 
 
 # --------------------------------------------------------------------------- embeddings
+@functools.lru_cache(maxsize=64)
+def _freqs(half: int, device: torch.device) -> torch.Tensor:
+    """The ``half`` frequencies ``10000^(-k / half)`` of :func:`_sincos` on ``device`` (cached: never modify it)."""
+    with torch.inference_mode(False), torch.device(device):
+        return torch.exp(-math.log(10000.0) * torch.arange(half, dtype=torch.float32) / max(half, 1))
+
+
 def _sincos(pos: torch.Tensor, dim: int) -> torch.Tensor:
     """Sine-cosine embedding ``[..., dim]`` of positions ``pos`` (``dim`` even)."""
-    half = dim // 2
-    freqs = torch.exp(-math.log(10000.0) * torch.arange(half, dtype=torch.float32) / max(half, 1))
-    ang = pos.to(torch.float32)[..., None] * freqs  # [..., half]
+    ang = pos.to(torch.float32)[..., None] * _freqs(dim // 2, pos.device)  # [..., half]
     return torch.cat([torch.sin(ang), torch.cos(ang)], dim=-1)
 
 
@@ -231,6 +237,34 @@ def _pos_embed_3d(t: int, h: int, w: int, dim: int, t0: int = 0) -> torch.Tensor
     ex = _sincos(torch.arange(w), ds)  # [w, ds]
     sp = torch.cat([ey[:, None, :].expand(h, w, ds), ex[None, :, :].expand(h, w, ds)], dim=-1).reshape(h * w, 2 * ds)
     return torch.cat([et[:, None, :].expand(t, h * w, dt), sp[None].expand(t, h * w, 2 * ds)], dim=-1)
+
+
+# The tables below depend only on sizes, so they are built once per size and device and
+# shared by every forward pass: the values :func:`_pos_embed_3d` gives on that device.
+# Callers must never modify them in place.
+@functools.lru_cache(maxsize=256)
+def _pos_table(t: int, h: int, w: int, dim: int, t0: int, device: torch.device) -> torch.Tensor:
+    """Cached :func:`_pos_embed_3d` ``[t, h*w, dim]`` on ``device``."""
+    with torch.inference_mode(False), torch.device(device):
+        return _pos_embed_3d(t, h, w, dim, t0)
+
+
+@functools.lru_cache(maxsize=256)
+def _shifted_pos_table(tt: int, r: int, h: int, w: int, dim: int, device: torch.device) -> torch.Tensor:
+    """``[1, tt*h*w, dim]``: the rows of the ``r`` pseudo-frames of the ``tt``-frame table, then real frames counted from 0."""
+    n = h * w
+    with torch.inference_mode(False), torch.device(device):
+        pos = _pos_table(tt, h, w, dim, 0, device).reshape(1, tt * n, dim)
+        return torch.cat([pos[:, : r * n], _pos_table(tt - r, h, w, dim, 0, device).reshape(1, (tt - r) * n, dim)], dim=1)
+
+
+@functools.lru_cache(maxsize=256)
+def _frame_code(t: int, dim: int, t0: int, device: torch.device) -> torch.Tensor:
+    """``[t, dim]``: the temporal part of :func:`_pos_embed_3d` for frames ``t0 ... t0 + t - 1``, the spatial part zeroed."""
+    with torch.inference_mode(False), torch.device(device):
+        pe = _pos_embed_3d(t, 1, 1, dim, t0=t0)[:, 0].clone()  # [T, d]
+        pe[:, dim - 2 * (2 * ((dim // 3) // 2)):] = 0.0
+        return pe
 
 
 def _modulate(x: torch.Tensor, shift: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
@@ -489,6 +523,31 @@ class TinyDiT(nn.Module):
         x = tok.view(b, t, hh // p, ww // p, c, p, p).permute(0, 4, 1, 2, 5, 3, 6)
         return x.reshape(b, c, t, hh, ww)
 
+    def _channel_input(self, x_t: torch.Tensor, cond: DiTConditions) -> torch.Tensor:
+        """``[x_t; y]`` on channels, ``[B, 2C+1, R+T, H, W]``, with ``y = [mask (1 ch); latents (C ch)]``.
+
+        ``y`` holds the (masked) references at the pseudo-frames and the (masked) pose at the
+        frames, zeros where a path is off; ``cond`` must already be checked. Built segment by
+        segment with concatenations (the values of zero-filling ``y`` and writing each segment).
+        """
+        cfg = self.config
+        b, c, tt, hh, ww = x_t.shape
+        r = cfg.n_pseudo
+        tv = tt - r
+        ymask, ylat = [], []  # per timeline segment: [B, 1, *, H, W] and [B, C, *, H, W]
+        if cfg.refs == "channel":
+            rm = cond.ref_mask[:, None, :, None, None]  # [B, 1, R, 1, 1]
+            ymask.append(rm.expand(b, 1, r, hh, ww))
+            ylat.append(cond.refs.transpose(1, 2) * rm)
+        if cfg.pose:
+            pm = cond.pose_mask.view(b, 1, 1, 1, 1)
+            ymask.append(pm.expand(b, 1, tv, hh, ww))
+            ylat.append(cond.pose * pm)
+        else:
+            ymask.append(x_t.new_zeros(b, 1, tv, hh, ww))
+            ylat.append(x_t.new_zeros(b, c, tv, hh, ww))
+        return torch.cat([x_t, torch.cat(ymask, dim=2), torch.cat(ylat, dim=2)], dim=1)
+
     def forward(self, x_t: torch.Tensor, t: torch.Tensor, cond: DiTConditions | None = None) -> torch.Tensor:
         """Velocity ``[B, C, n_pseudo + T, H, W]`` at the noisy timeline ``x_t`` and times ``t`` ``[B]``."""
         cfg = self.config
@@ -500,26 +559,15 @@ class TinyDiT(nn.Module):
             t = t.expand(b)
         if t.shape != (b,):
             raise ValueError(f"t has shape {tuple(t.shape)}, expected ({b},) or a scalar")
-        inp = x_t
-        if cfg.uses_channel_path:
-            tv = tt - r
-            ymask = x_t.new_zeros(b, 1, tt, hh, ww)
-            ylat = x_t.new_zeros(b, c, tt, hh, ww)
-            if cfg.refs == "channel":
-                ymask[:, :, :r] = cond.ref_mask[:, None, :, None, None]
-                ylat[:, :, :r] = cond.refs.transpose(1, 2) * cond.ref_mask[:, None, :, None, None]
-            if cfg.pose:
-                ymask[:, :, r:] = cond.pose_mask.view(b, 1, 1, 1, 1).expand(b, 1, tv, hh, ww)
-                ylat[:, :, r:] = cond.pose * cond.pose_mask.view(b, 1, 1, 1, 1)
-            inp = torch.cat([x_t, ymask, ylat], dim=1)  # [B, 2C+1, R+T, H, W]
+        inp = self._channel_input(x_t, cond) if cfg.uses_channel_path else x_t  # [B, C (+ C+1), R+T, H, W]
         n_tok = (hh // p) * (ww // p)
         keep = self.frame_keep(cond, b, tt)  # [B, R+T] or None
         # a sample with no reference at all has no pseudo-frames: its real frames count from 0
         no_refs = None if keep is None else ~keep[:, :r].any(dim=1)  # [B]
         tok = self.embed(self._patchify(inp))  # [B, (R+T)*N, d]
-        pos = _pos_embed_3d(tt, hh // p, ww // p, d).reshape(1, tt * n_tok, d)
+        pos = _pos_table(tt, hh // p, ww // p, d, 0, x_t.device).reshape(1, tt * n_tok, d)
         if no_refs is not None and bool(no_refs.any()):
-            shifted = torch.cat([pos[:, : r * n_tok], _pos_embed_3d(tt - r, hh // p, ww // p, d).reshape(1, (tt - r) * n_tok, d)], dim=1)
+            shifted = _shifted_pos_table(tt, r, hh // p, ww // p, d, x_t.device)
             pos = torch.where(no_refs[:, None, None], shifted, pos)  # [B, (R+T)*N, d]
         tok = tok + pos.to(tok.dtype)
         self_mask = None
@@ -531,7 +579,7 @@ class TinyDiT(nn.Module):
         if cfg.refs == "cross":
             rp = self._patchify(cond.refs.transpose(1, 2))  # [B, R*N, C*p*p]
             ref_tok = self.ref_embed(rp).view(b, cfg.n_refs, n_tok, d)
-            ref_tok = ref_tok + _pos_embed_3d(1, hh // p, ww // p, d)[0][None, None] + self.ref_index[None, :, None, :]
+            ref_tok = ref_tok + _pos_table(1, hh // p, ww // p, d, 0, x_t.device)[0][None, None] + self.ref_index[None, :, None, :]
             ref_tok = ref_tok.reshape(b, cfg.n_refs * n_tok, d)
             keep = cond.ref_mask.clone()
             keep[keep.sum(1) == 0] = 1.0  # a sample with no reference attends to the black images
@@ -542,13 +590,9 @@ class TinyDiT(nn.Module):
             audio = self.audio_proj(cond.audio) + self.audio_slot[None, None]  # [B, T, w, d]
             # the video tokens' frame code (no spatial part), in both variants: global attention needs it to
             # align, GLCA does not, and with it the two differ only in which audio tokens a frame sees
-            pe = _pos_embed_3d(tv, 1, 1, d, t0=r)[:, 0].clone()  # [T, d]
-            pe[:, d - 2 * (2 * ((d // 3) // 2)):] = 0.0
-            pe = pe[None].expand(b, tv, d)  # [B, T, d]
+            pe = _frame_code(tv, d, r, x_t.device)[None].expand(b, tv, d)  # [B, T, d]
             if no_refs is not None and bool(no_refs.any()):
-                pe0 = _pos_embed_3d(tv, 1, 1, d, t0=0)[:, 0].clone()
-                pe0[:, d - 2 * (2 * ((d // 3) // 2)):] = 0.0
-                pe = torch.where(no_refs[:, None, None], pe0[None], pe)
+                pe = torch.where(no_refs[:, None, None], _frame_code(tv, d, 0, x_t.device)[None], pe)
             audio = audio + pe[:, :, None, :].to(audio.dtype)
             amask = cond.audio_mask
         for blk in self.blocks:
@@ -631,6 +675,102 @@ def flow_matching_loss(
         return F.mse_loss(v, noise - target_x)
     w = w.expand_as(v)
     return ((v - (noise - target_x)) ** 2 * w).sum() / w.sum()
+
+
+class _FlatAdamW:
+    """AdamW on one flat buffer per parameter group: the update of ``torch.optim.AdamW``, element for element.
+
+    ``torch.optim.AdamW`` on CPU tensors updates one parameter at a time (its single-tensor
+    path): for every parameter, ``m <- lerp(m, g, 1 - beta1)``, ``v <- beta2 v + (1 - beta2) g^2``,
+    ``p <- p - lr / (1 - beta1^k) * m / (sqrt(v) / sqrt(1 - beta2^k) + eps)`` (after
+    ``p <- (1 - lr wd) p`` with weight decay ``wd``), about eight small tensor operations per
+    parameter. Here each group's parameters are made views into one contiguous buffer (and
+    its moments are two more), so a step runs those same operations, in the same order and
+    with the same scalars, once per group on the concatenated gradient: every element
+    gets exactly the value ``torch.optim.AdamW(foreach=False)`` gives it (a test checks it
+    bit for bit). A parameter without a gradient at a step is skipped and keeps its own
+    step count, as in torch. :meth:`release` gives each parameter its own storage again.
+
+    Only for parameters of one dtype and device per group (:func:`train_flow_matching`
+    falls back to ``torch.optim.AdamW`` otherwise).
+
+    References
+    ----------
+    Loshchilov & Hutter, "Decoupled Weight Decay Regularization", ICLR 2019.
+    """
+
+    def __init__(self, groups: list[dict], *, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0) -> None:
+        self.betas, self.eps, self.weight_decay = (float(betas[0]), float(betas[1])), float(eps), float(weight_decay)
+        self.param_groups: list[dict] = []
+        for g in groups:
+            ps = list(g["params"])
+            with torch.no_grad():
+                flat = torch.cat([q.detach().reshape(-1) for q in ps])  # [P]
+                offsets, o = [], 0
+                for q in ps:
+                    offsets.append((o, q.numel()))
+                    q.data = flat[o: o + q.numel()].view_as(q)
+                    o += q.numel()
+            self.param_groups.append({"params": ps, "lr": float(g["lr"]), "flat": flat, "offsets": offsets,
+                                      "exp_avg": torch.zeros_like(flat), "exp_avg_sq": torch.zeros_like(flat),
+                                      "steps": [0] * len(ps)})
+
+    @staticmethod
+    def supports(groups: list[dict]) -> bool:
+        """Whether every group holds dense floating-point parameters of a single dtype and device."""
+        for g in groups:
+            ps = list(g["params"])
+            if not ps or len({(q.dtype, q.device) for q in ps}) != 1 or not ps[0].is_floating_point() or any(q.is_sparse for q in ps):
+                return False
+        return True
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for g in self.param_groups:
+            for q in g["params"]:
+                if set_to_none:
+                    q.grad = None
+                elif q.grad is not None:
+                    q.grad.detach_().zero_()
+
+    def _update(self, param, grad, exp_avg, exp_avg_sq, step: int, lr: float) -> None:
+        # the operations of torch.optim.adam._single_tensor_adam (amsgrad=False, maximize=False), in its order
+        beta1, beta2 = self.betas
+        if self.weight_decay != 0:
+            param.mul_(1 - lr * self.weight_decay)
+        exp_avg.lerp_(grad, 1 - beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        step_f = float(step)
+        bias_correction1 = 1 - beta1**step_f
+        bias_correction2 = 1 - beta2**step_f
+        step_size = lr / bias_correction1
+        bias_correction2_sqrt = bias_correction2**0.5
+        denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(self.eps)
+        param.addcdiv_(exp_avg, denom, value=-step_size)
+
+    @torch.no_grad()
+    def step(self) -> None:
+        for g in self.param_groups:
+            ps, steps = g["params"], g["steps"]
+            have = [q.grad is not None for q in ps]
+            if all(have) and len(set(steps)) == 1:
+                k = steps[0] + 1
+                g["steps"] = [k] * len(ps)
+                grad = torch.cat([q.grad.reshape(-1) for q in ps])  # [P]
+                self._update(g["flat"], grad, g["exp_avg"], g["exp_avg_sq"], k, g["lr"])
+                continue
+            for j, (q, (o, n)) in enumerate(zip(ps, g["offsets"])):
+                if have[j]:
+                    steps[j] += 1
+                    self._update(g["flat"][o: o + n], q.grad.reshape(-1), g["exp_avg"][o: o + n], g["exp_avg_sq"][o: o + n],
+                                 steps[j], g["lr"])
+
+    def release(self) -> None:
+        """Give every parameter its own storage again (the values are kept)."""
+        with torch.no_grad():
+            for g in self.param_groups:
+                for q in g["params"]:
+                    q.data = q.data.clone()
 
 
 def flow_matching_step(
@@ -718,21 +858,30 @@ def train_flow_matching(
         groups = [{"params": rest, "lr": lr}]
         if audio_p:
             groups.append({"params": audio_p, "lr": lr * mult})
-        optimizer = torch.optim.AdamW(groups, lr=lr, weight_decay=weight_decay)
+        # the same AdamW update as torch.optim.AdamW(groups, lr=lr, weight_decay=weight_decay), on flat buffers
+        flat = _FlatAdamW.supports(groups)
+        optimizer = _FlatAdamW(groups, weight_decay=weight_decay) if flat else torch.optim.AdamW(groups, lr=lr, weight_decay=weight_decay)
+        own = flat
+    else:
+        own = False
     base = seed_from(random_state)
     lr0 = [g["lr"] for g in optimizer.param_groups]
     losses = []
     every = max(1, int(log_every)) if log_every else 1
-    for i in progress(range(steps), desc, disable=not show_progress):
-        if schedule == "cosine":
-            for g, l0 in zip(optimizer.param_groups, lr0):
-                g["lr"] = 0.5 * l0 * (1.0 + math.cos(math.pi * i / max(steps, 1)))
-        x, cond = batches(i)
-        loss = flow_matching_step(model, optimizer, x, cond, random_state=(base + 7919 * (i + 1)) % 2**32)
-        if i % every == 0:
-            losses.append(loss)
-        if callback is not None:
-            callback(i, model)
+    try:
+        for i in progress(range(steps), desc, disable=not show_progress):
+            if schedule == "cosine":
+                for g, l0 in zip(optimizer.param_groups, lr0):
+                    g["lr"] = 0.5 * l0 * (1.0 + math.cos(math.pi * i / max(steps, 1)))
+            x, cond = batches(i)
+            loss = flow_matching_step(model, optimizer, x, cond, random_state=(base + 7919 * (i + 1)) % 2**32)
+            if i % every == 0:
+                losses.append(loss)
+            if callback is not None:
+                callback(i, model)
+    finally:
+        if own:
+            optimizer.release()
     return losses
 
 
