@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from test_safedrive import KeepLane  # the keep-lane planner of the main safedrive tests
 
 from icml26 import safedrive as sd
 
@@ -125,13 +126,6 @@ def test_chunked_views_equal_one_batch():
     v = sd.render_views(b, fr)
     assert v[:, :, :, 0].sum() > 0
     assert np.array_equal(v, _render_one_batch(b, fr))
-
-
-class KeepLane:
-    def plan(self, views, ego):
-        v = 15.0 * ego[:, 0]
-        t = np.array([0.5, 1.0, 1.5, 2.0])
-        return np.stack([v[:, None] * t, np.zeros((len(v), 4))], -1)
 
 
 def test_rendered_once_is_the_same_as_rendered_per_call():
