@@ -632,8 +632,8 @@ def status_markdown(book: Book) -> str:
               "CPU time of the chapter's kernel (user + system), which does not grow when other work shares the "
               "machine (— where a run predates its recording)."]
     for b in baselines:
-        lines.append(f"The `full` CPU in {b['label']} was measured at {b.get('saved', '?')} on {_cell(b.get('built_from', '?'))} "
-                     f"(`data/timings/full-{b['label']}.json`, saved by `python -m icml26 times --save {b['label']}`).")
+        lines.append(f"The `full` CPU in {b['label']} comes from runs of {_cell(b.get('built_from', '?'))}, saved at {b.get('saved', '?')} "
+                     f"(`data/timings/full-{b['label']}.json`, which lists when each run finished; written by `python -m icml26 times --save {b['label']}`).")
     lines.append("")
     if stale_notes:
         lines += [
