@@ -392,7 +392,7 @@ def _same_csr(a, b):
         assert x.dtype == y.dtype and np.array_equal(x, y), k
 
 
-@pytest.mark.parametrize("case", ["in order", "shuffled", "duplicates", "empty rows", "bad column"])
+@pytest.mark.parametrize("case", ["in order", "shuffled", "duplicates", "empty rows", "bad column", "bad row", "negative row"])
 def test_csr_equals_scipy_coo_path(case):
     from icml26.optengine import lp
 
@@ -408,12 +408,36 @@ def test_csr_equals_scipy_coo_path(case):
         keep = ri % 3 != 1
         ri, ci = ri[keep], ci[keep]
     v = rng.normal(size=ri.size)
-    if case == "bad column":
-        ci[2] = n  # out of range: SciPy's error
+    if case.startswith("bad") or case == "negative row":
+        if case == "bad column":
+            ci[2] = n  # out of range: SciPy's error
+        elif case == "bad row":
+            ri[-1] = m  # the last row out of range, the entries still in order
+        else:
+            ri[0] = -1
         with pytest.raises(ValueError):
             lp._csr(v, ri, ci, (m, n))
         return
     _same_csr(lp._csr(v, ri, ci, (m, n)), _csr_scipy(v, ri, ci, (m, n)))
+
+
+@pytest.mark.parametrize("layout", ["this SciPy's", "unknown"])
+def test_csr_filled_in_directly_is_the_constructors_matrix(layout, monkeypatch):
+    import scipy.sparse as sp
+
+    from icml26.optengine import lp
+
+    assert lp._CSR_LAYOUT is not None  # the pinned SciPy: the direct path is the one the book uses
+    if layout == "unknown":
+        monkeypatch.setattr(lp, "_CSR_LAYOUT", None)
+    data, indices, indptr = np.array([1.5, -2.0, 3.0]), np.array([0, 2, 1], np.int32), np.array([0, 2, 2, 3], np.int32)
+    A = lp._csr_canonical(data, indices, indptr, (3, 4))
+    B = sp.csr_matrix((data, indices, indptr), shape=(3, 4))
+    assert sorted(vars(A)) == sorted(vars(B)) and A.shape == B.shape == (3, 4)
+    _same_csr(A, B)
+    x = np.arange(4.0)
+    assert np.array_equal(A @ x, B @ x) and np.array_equal(A.toarray(), B.toarray())
+    assert A.has_canonical_format and (A.T.tocsr() != B.T.tocsr()).nnz == 0
 
 
 @pytest.mark.parametrize("name", sorted(SMALL))

@@ -178,6 +178,41 @@ def _filled(value: Any, shape: tuple[int, ...], k: int) -> np.ndarray:
     return np.broadcast_to(np.asarray(value, float), shape).ravel().copy()
 
 
+def _csr_layout() -> tuple[str, ...] | None:
+    """The attributes SciPy's constructor gives a CSR matrix made of canonical arrays, when they are
+    the arrays it was given (views of them, not copies) and the shape (the layout that
+    :func:`_csr_canonical` fills in directly)."""
+    d, i, p = np.ones(2), np.array([0, 1], np.int32), np.array([0, 1, 2], np.int32)
+    A = sp.csr_matrix((d, i, p), shape=(2, 2))
+    same = all(np.shares_memory(a, b) and a.dtype == b.dtype and np.array_equal(a, b)
+               for a, b in ((A.data, d), (A.indices, i), (A.indptr, p))) and A.shape == (2, 2)
+    keys = tuple(sorted(vars(A)))
+    return keys if same and keys == ("_shape", "data", "indices", "indptr", "maxprint") else None
+
+
+_CSR_LAYOUT = _csr_layout()
+
+
+def _csr_canonical(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, shape: tuple[int, int]) -> sp.csr_matrix:
+    """``sp.csr_matrix((data, indices, indptr), shape=shape)`` for arrays already in canonical form
+    (float64 data, int32 indices sorted within each row and unique, int32 ``indptr``).
+
+    SciPy's constructor re-checks and re-types the arrays it is given (about 10 µs, a tenth of a
+    small model's build and hand-over); for arrays made canonical here the result is the same
+    object state, so it is filled in directly, as long as this SciPy's CSR matrix has the layout
+    checked at import (:func:`_csr_layout`; otherwise, the constructor). Tested against it.
+    """
+    if _CSR_LAYOUT is None:
+        return sp.csr_matrix((data, indices, indptr), shape=shape)
+    A = sp.csr_matrix.__new__(sp.csr_matrix)
+    A.__dict__.update(_shape=(int(shape[0]), int(shape[1])), data=data, indices=indices, indptr=indptr,
+                      maxprint=_CSR_MAXPRINT)
+    return A
+
+
+_CSR_MAXPRINT = sp.csr_matrix((1, 1)).maxprint
+
+
 def _csr(v: np.ndarray, ri: np.ndarray, ci: np.ndarray, shape: tuple[int, int]) -> sp.csr_matrix:
     """The CSR matrix with entries ``v[k]`` at ``(ri[k], ci[k])``, duplicates summed, indices sorted.
 
@@ -200,13 +235,18 @@ def _csr(v: np.ndarray, ri: np.ndarray, ci: np.ndarray, shape: tuple[int, int]) 
     Returns
     -------
     scipy.sparse.csr_matrix, shape (m, n)
+        It may share ``v`` and ``ci`` (the builder passes arrays it has just concatenated).
     """
     m, n = shape
     if ri.size and ri.dtype.kind in "iu" and ci.dtype.kind in "iu" and max(m, n, ri.size) < 2**31 - 1:
-        key = ri.astype(np.int64) * n + ci  # (nnz,) row-major position
-        if ci.min() >= 0 and ci.max() < n and ri.min() >= 0 and ri.max() < m:
-            if (key[1:] > key[:-1]).all():  # already in order, no duplicate entry
+        key = ri.astype(np.int64, copy=False) * n + ci  # (nnz,) row-major position
+        if ci.min() >= 0 and ci.max() < n:
+            # with every column in range, strictly increasing positions have non-decreasing rows,
+            # so the first and last rows bound them all
+            if (key[1:] > key[:-1]).all() and ri[0] >= 0 and ri[-1] < m:  # in order, no duplicate
                 data, indices = v, ci
+            elif ri.min() < 0 or ri.max() >= m:
+                data = indices = None
             else:
                 order = np.argsort(key, kind="stable")
                 ks = key[order]
@@ -214,7 +254,7 @@ def _csr(v: np.ndarray, ri: np.ndarray, ci: np.ndarray, shape: tuple[int, int]) 
             if data is not None:
                 indptr = np.zeros(m + 1, np.int32)
                 np.cumsum(np.bincount(ri, minlength=m), out=indptr[1:])
-                return sp.csr_matrix((data.astype(float), indices.astype(np.int32), indptr), shape=(m, n))
+                return _csr_canonical(data.astype(float, copy=False), indices.astype(np.int32, copy=False), indptr, (m, n))
     A = sp.csr_matrix((v, (ri, ci)), shape=(m, n))
     A.sum_duplicates()
     return A
@@ -432,11 +472,31 @@ class SolveResult:
         return None
 
 
-_HIGHS_QUIET = False
+_HIGHS: Any = None  # highspy, once the first HiGHS object of the process has printed its banner to /dev/null
+
+
+def _highspy():
+    """highspy, imported (and its one-time licence banner silenced) on first use."""
+    global _HIGHS
+    if _HIGHS is None:
+        import highspy
+
+        sys.stdout.flush()
+        saved = os.dup(1)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, 1)
+            highspy.Highs()  # the banner is printed by C++ with the first highspy.Highs of the process
+        finally:
+            os.dup2(saved, 1)
+            os.close(devnull)
+            os.close(saved)
+        _HIGHS = highspy
+    return _HIGHS
 
 
 def _new_highs():
-    """A fresh HiGHS object with logging off (its one-time banner goes to /dev/null).
+    """A fresh HiGHS object with logging off.
 
     It is highspy's C++ class itself (``highspy._core._Highs``), of which ``highspy.Highs``
     is the Python subclass that adds callbacks, interrupt handling and the modelling layer;
@@ -445,25 +505,7 @@ def _new_highs():
     new object costs half as much and is freed as soon as it is dropped (a ``highspy.Highs``
     refers to itself through its callbacks, so only the garbage collector frees it).
     """
-    global _HIGHS_QUIET
-    import highspy
-    from highspy import _core
-
-    if not _HIGHS_QUIET:  # the licence banner is printed by C++ once per process
-        sys.stdout.flush()
-        saved = os.dup(1)
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        try:
-            os.dup2(devnull, 1)
-            highspy.Highs()  # the banner comes with the first highspy.Highs of the process
-            h = _core._Highs()
-        finally:
-            os.dup2(saved, 1)
-            os.close(devnull)
-            os.close(saved)
-        _HIGHS_QUIET = True
-    else:
-        h = _core._Highs()
+    h = _highspy()._core._Highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("threads", 1)
     h.setOptionValue("random_seed", 0)
@@ -471,7 +513,7 @@ def _new_highs():
 
 
 def _run(h, time_limit: float | None) -> tuple[str, float | None, np.ndarray | None]:
-    import highspy
+    highspy = _highspy()
 
     if time_limit is not None:
         h.setOptionValue("time_limit", float(time_limit))
@@ -490,9 +532,16 @@ def _run(h, time_limit: float | None) -> tuple[str, float | None, np.ndarray | N
     return status, None, None
 
 
+def _highs_bound(x: np.ndarray, inf: float) -> np.ndarray:
+    """``x`` with every infinite entry replaced by HiGHS's ``inf`` (of the bound's side); ``x`` itself when
+    that changes nothing (HiGHS copies what it is handed)."""
+    bad = np.isinf(x)
+    return np.where(bad, inf, x) if bad.any() and not (x[bad] == inf).all() else x
+
+
 def _pass_model(h, model: LinearModel) -> None:
     """Hand ``model`` to a Highs object (HiGHS keeps the sense, so an LP file says "max")."""
-    import highspy
+    highspy = _highspy()
 
     inf = highspy.kHighsInf
     sense = highspy.ObjSense.kMaximize if model.sense == "max" else highspy.ObjSense.kMinimize
@@ -503,9 +552,9 @@ def _pass_model(h, model: LinearModel) -> None:
         h.passModel(
             model.n_vars, model.n_rows, A.nnz, int(highspy.MatrixFormat.kRowwise), int(sense), float(model.offset),
             np.asarray(model.c, float),
-            np.where(np.isinf(model.lb), -inf, model.lb), np.where(np.isinf(model.ub), inf, model.ub),
-            np.where(np.isinf(model.row_lb), -inf, model.row_lb), np.where(np.isinf(model.row_ub), inf, model.row_ub),
-            A.indptr.astype(np.int32), A.indices.astype(np.int32), A.data.astype(float),
+            _highs_bound(model.lb, -inf), _highs_bound(model.ub, inf),
+            _highs_bound(model.row_lb, -inf), _highs_bound(model.row_ub, inf),
+            A.indptr.astype(np.int32, copy=False), A.indices.astype(np.int32, copy=False), A.data.astype(float, copy=False),
             model.integer.astype(np.int32),  # 1 = HighsVarType.kInteger, 0 = kContinuous
         )
         return
