@@ -106,7 +106,7 @@ def toy(tmp_path):
 
 
 # --------------------------------------------------------------------------------------
-# Balance the two xdist workers: longest test files first (greedy longest-processing-time).
+# Balance the xdist workers: longest test files first (greedy longest-processing-time).
 # `--dist loadfile` hands files out in collection order, one at a time as a worker frees
 # up; a long file collected last leaves the other worker idle to the end. The measured
 # seconds per file live in tests/durations.json (written by a run with

@@ -60,3 +60,22 @@ def test_timeit_pair_alternates_the_sides_and_counts_cpu_time():
 
     with pytest.raises(ValueError, match="repeat=0"):
         bench.timeit_pair(spin, spin, repeat=0)
+
+
+def test_a_sample_pays_for_its_own_cycles():
+    import gc
+    import weakref
+
+    from icml26.book import bench
+
+    refs = []
+
+    def make_cycle():
+        a = type("Node", (), {})()
+        a.self = a  # freed only by the cyclic collector
+        refs.append(weakref.ref(a))
+
+    assert gc.isenabled()
+    bench._sample(make_cycle, 0.0, bench.time.process_time)
+    assert refs and all(r() is None for r in refs)  # collected inside the sample
+    assert gc.isenabled()  # and the collector is back on

@@ -147,9 +147,11 @@ def test_run_takes_validated_parameters_into_the_key_and_the_record(toy):
     assert "0 of 1 chapter(s)" in again.stderr or "to execute" not in again.stderr  # a cache hit
 
 
-def test_a_cached_rerun_is_timed_once_per_set_of_results(toy):
+def test_a_cached_rerun_is_timed_but_leaves_the_performance_page_alone(toy):
     import json
     import shutil
+
+    from icml26.book import perf
 
     shutil.rmtree(toy.root / "book" / "02-bad")  # a whole book that runs cleanly
     first = _cli("run", "--no-progress", root=toy.root)
@@ -159,15 +161,8 @@ def test_a_cached_rerun_is_timed_once_per_set_of_results(toy):
     assert 0 < rec["cpu_s"] <= rec["wall_s"] * (os.cpu_count() or 1) + 1
     timings = toy.build_dir / "timings"
     assert (timings / "run-ci.json").exists() and not (timings / "run-ci-cached.json").exists()
+    page = perf.performance_markdown(toy, "ci")
     assert _cli("run", "--no-progress", root=toy.root).returncode == 0
-    cached = (timings / "run-ci-cached.json").read_text()
-    assert json.loads(cached)["results"] == json.loads((timings / "run-ci.json").read_text())["results"]
-    # a second cached rerun of the same results leaves the timing (and so the Performance page) alone
-    assert _cli("run", "--no-progress", root=toy.root).returncode == 0
-    assert (timings / "run-ci-cached.json").read_text() == cached
-    # new results (a forced rerun gives the same key, so change the chapter) are timed again when cached
-    nb = toy.root / "book" / "01-toy" / "toy.md"
-    nb.write_text(nb.read_text() + "\n")
-    assert _cli("run", "--no-progress", root=toy.root).returncode == 0
-    assert _cli("run", "--no-progress", root=toy.root).returncode == 0
-    assert json.loads((timings / "run-ci-cached.json").read_text())["results"] != json.loads(cached)["results"]
+    cached = json.loads((timings / "run-ci-cached.json").read_text())
+    assert cached["executed"] == 0 and cached["cached"] == 1 and cached["wall_s"] > 0
+    assert perf.performance_markdown(toy, "ci") == page  # so the next build can skip Sphinx

@@ -304,16 +304,10 @@ def _dispatch(args) -> int:
 
         executed = [r for r in records if r.status != "cached"]
         what = f"run-{args.scale}" + ("-cached" if records and not executed else "")
-        if len(chapters) == len(book.chapters()):  # whole-book figures for the Performance page
-            from .perf import load_timings, results_digest
-
-            digest = results_digest(records)
-            # a cached rerun of the same results is measured once: timing every rerun would change the
-            # Performance page on each one, and then the build could never skip Sphinx
-            if not (executed == [] and load_timings(book).get(what, {}).get("results") == digest):
-                write_timing(book, what, scale=args.scale, jobs=jobs, wall_s=round(time.perf_counter() - t_run, 2),
-                             executed=len(executed), cached=len(records) - len(executed),
-                             chapters_s=round(sum(r.wall_s for r in executed), 2), results=digest)
+        if len(chapters) == len(book.chapters()):  # whole-book figures (the Performance page; a cached rerun's only in the file)
+            write_timing(book, what, scale=args.scale, jobs=jobs, wall_s=round(time.perf_counter() - t_run, 2),
+                         executed=len(executed), cached=len(records) - len(executed),
+                         chapters_s=round(sum(r.wall_s for r in executed), 2))
         width = max((len(r.chapter) for r in records), default=10)
         for r in records:
             how = "(cached: wall time of the run that made it)" if r.status == "cached" else ""
