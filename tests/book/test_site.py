@@ -421,3 +421,13 @@ def test_notebook_reader_and_writer_match_nbformat():
     assert site.write_notebook(ours) == nbformat.writes(nbformat.v4.reads(text)) + "\n"
     with pytest.raises(ValueError, match="nbformat=3"):
         site.read_notebook('{"nbformat": 3, "cells": []}')
+
+
+def test_the_status_page_names_the_cpu_and_its_vector_instructions():
+    from icml26.book.site import cpu_description
+
+    info = "processor\t: 0\nmodel name\t: Example CPU 9000\nflags\t\t: fpu sse2 avx2 avx512f\n"
+    assert cpu_description(info) == "Example CPU 9000 (AVX-512)"
+    assert cpu_description(info.replace(" avx512f", " avx512f amx_bf16")) == "Example CPU 9000 (AMX and AVX-512)"
+    assert cpu_description("model name : Old CPU\nflags : sse2\n") == "Old CPU"
+    assert cpu_description("")  # no /proc/cpuinfo: the platform's own name, never empty

@@ -666,13 +666,33 @@ def status_markdown(book: Book) -> str:
     for k, v in [
         ("Python", platform.python_version()),
         ("Platform", platform.platform()),
-        ("Processor", platform.processor() or platform.machine()),
+        ("Processor", cpu_description()),
         ("CPU cores", str(os.cpu_count())),
         ("Memory", mem),
         ("Built", time.strftime("%Y-%m-%d %H:%M:%S %Z")),
     ]:
         lines.append(f"| {k} | {_cell(v)} |")
     return "\n".join(lines) + "\n"
+
+
+def cpu_description(cpuinfo: str | None = None) -> str:
+    """The CPU model and its widest vector instructions (``/proc/cpuinfo`` where there is one).
+
+    They say which BLAS and torch kernels ran: the same seed gives the same records on the same
+    kind of CPU, but kernels written for other instructions round differently, which moves
+    the figures of chapters that train models (in the second or third digit).
+    """
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            cpuinfo = ""
+    model = next((ln.split(":", 1)[1].strip() for ln in cpuinfo.splitlines() if ln.startswith("model name")), "")
+    flags = set(next((ln.split(":", 1)[1].split() for ln in cpuinfo.splitlines() if ln.startswith("flags")), []))
+    isa = next((name for flag, name in (("amx_bf16", "AMX and AVX-512"), ("avx512f", "AVX-512"), ("avx2", "AVX2"))
+                if flag in flags), "")
+    base = model or platform.processor() or platform.machine()
+    return f"{base} ({isa})" if isa else base
 
 
 # ---------------------------------------------------------------------------------------
