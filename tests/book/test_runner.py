@@ -349,3 +349,22 @@ def test_file_memo_reads_each_file_once_and_sees_edits(tmp_path, monkeypatch):
         assert runner.file_bytes(f) == b"import os, sys\n"
         assert runner.memo_value(("k",), lambda: [1]) is runner.memo_value(("k",), lambda: [2])
     assert runner.memo_value(("k",), lambda: [2]) == [2]
+
+
+def test_kernels_run_one_blas_thread_unless_the_environment_says_otherwise(toy, monkeypatch):
+    import shutil
+
+    shutil.rmtree(toy.root / "book" / "02-bad")
+    nb = toy.root / "book" / "01-toy" / "toy.md"
+    nb.write_text(nb.read_text() + '''
+```{code-cell} ipython3
+import os
+assert os.environ["OPENBLAS_NUM_THREADS"] == "1" and os.environ["OMP_NUM_THREADS"] == "1", dict(os.environ)
+assert os.environ["MKL_NUM_THREADS"] == "3"
+```
+''')
+    for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("MKL_NUM_THREADS", "3")  # a reader's own setting is kept
+    (rec,) = toy.run(toy.chapters(), "ci", 0, progress=False)
+    assert rec.status == "ok", rec.describe_error()

@@ -933,9 +933,16 @@ def kernel_cpu_seconds(pid: int | None) -> float:
     return total
 
 
+ONE_THREAD_ENV: dict[str, str] = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+"""One BLAS/OpenMP thread per kernel: chapters run one torch thread (:func:`chapter.setup`) and run
+side by side (``--jobs``, sweeps), so a second BLAS thread per kernel would only oversubscribe the cores
+(and inflate the CPU time recorded). A value already in the environment is kept."""
+
+
 def kernel_manager_with_env(extra_env: dict[str, str], registry: KernelRegistry | None = None,
                             cpu: list[float] | None = None):
-    """A kernel-manager class whose kernels start with ``extra_env`` added to the environment.
+    """A kernel-manager class whose kernels start with ``extra_env`` added to the environment
+    (and :data:`ONE_THREAD_ENV` where the environment does not set those variables).
 
     Each execution gets its own class, so chapters executed at the same time in threads
     never see each other's settings (the process environment is left alone). Every kernel
@@ -950,6 +957,8 @@ def kernel_manager_with_env(extra_env: dict[str, str], registry: KernelRegistry 
     class _EnvKernelManager(AsyncKernelManager):
         async def start_kernel(self, **kw):  # type: ignore[override]
             env = dict(kw.pop("env", None) or os.environ)
+            for k, v in ONE_THREAD_ENV.items():
+                env.setdefault(k, v)
             env.update(extra)
             # local IPC sockets: nothing listens on TCP, and the kernel does not warn that it does
             # (each kernel its own socket path; the default "kernel-ipc" in the current

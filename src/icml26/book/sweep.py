@@ -29,6 +29,7 @@ from typing import Any
 
 from .chapter import check_scale, check_seed
 from .runner import (
+    ONE_THREAD_ENV,
     Book,
     Chapter,
     _source_cell_number,
@@ -444,7 +445,7 @@ def sweep(
                 host="127.0.0.1",
                 dashboard_address=None,
                 silence_logs=logging.ERROR,
-                env={"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"},
+                env=dict(ONE_THREAD_ENV),
             )
             client = Client(cluster)
         expected = expected_seconds(book, p.todo)
