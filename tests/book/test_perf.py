@@ -112,8 +112,13 @@ def test_saved_times_appear_beside_the_current_ones_on_the_status_page(toy, tmp_
     assert out == toy.data_dir / "timings" / "full-0.1.json"
     saved = json.loads(out.read_text())
     assert saved["label"] == "0.1" and set(saved["chapters"]) == {"01-toy"}
+    assert saved["cpu"] == site.cpu_description()  # the machine the times belong to
     status = site.status_markdown(toy)
     assert "`full` CPU in 0.1" in status and "`full` CPU now ÷ then" in status
+    assert f"on {site.cpu_description()}." in status
+    saved.pop("cpu")  # a file saved before the CPU was recorded: the ratio is said to maybe compare machines
+    out.write_text(json.dumps(saved))
+    assert "on a CPU that was not recorded" in site.status_markdown(toy)
     row = next(line for line in status.splitlines() if line.startswith("| 01-toy |"))
     assert f"| {4 * rec.cpu_s:.1f} s | 0.25 |" in row
     # the cost of a seed is the CPU time where it was recorded

@@ -629,11 +629,16 @@ def status_markdown(book: Book) -> str:
         rec = book.record("full", ch)
         lines.append(f"| {ch.id} | " + " | ".join(cells) + f" | {rec.finished if rec else '—'} |")
     lines += ["", "Wall time is the chapter's execution through papermill, kernel start included; CPU is the "
-              "CPU time of the chapter's kernel (user + system), which does not grow when other work shares the "
-              "machine (— where a run predates its recording)."]
+              "CPU time of the chapter's kernel (user + system), which grows far less than wall time when other "
+              "work shares the machine (— where a run predates its recording)."]
+    here = cpu_description()
     for b in baselines:
+        cpu = b.get("cpu")
+        where = (f"on {_cell(cpu)}" + ("" if cpu == here else f", not this build's CPU ({_cell(here)}), so the ratio compares machines as well as code")
+                 if cpu else f"on a CPU that was not recorded (this build's: {_cell(here)}), so the ratio may compare machines as well as code")
         lines.append(f"The `full` CPU in {b['label']} comes from runs of {_cell(b.get('built_from', '?'))}, saved at {b.get('saved', '?')} "
-                     f"(`data/timings/full-{b['label']}.json`, which lists when each run finished; written by `python -m icml26 times --save {b['label']}`).")
+                     f"(`data/timings/full-{b['label']}.json`, which lists when each run finished; written by `python -m icml26 times --save {b['label']}`), "
+                     f"{where}.")
     lines.append("")
     if stale_notes:
         lines += [
