@@ -431,3 +431,15 @@ def test_the_status_page_names_the_cpu_and_its_vector_instructions():
     assert cpu_description(info.replace(" avx512f", " avx512f amx_bf16")) == "Example CPU 9000 (AMX and AVX-512)"
     assert cpu_description("model name : Old CPU\nflags : sse2\n") == "Old CPU"
     assert cpu_description("")  # no /proc/cpuinfo: the platform's own name, never empty
+
+
+def test_the_version_shown_is_the_checkouts_own(tmp_path):
+    from icml26.book import identity
+
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "icml26"\nversion = "9.8.7"\n')
+    assert identity.version(tmp_path) == "9.8.7"  # not the (possibly stale) installed metadata
+    assert identity.describe(tmp_path).startswith("icml26 9.8.7, ")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "other"\nversion = "1"\n')
+    assert identity.version(tmp_path) == identity.version()
+    (tmp_path / "pyproject.toml").write_text("not toml [")
+    assert identity.version(tmp_path) == identity.version()

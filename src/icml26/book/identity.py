@@ -10,8 +10,22 @@ import subprocess
 from pathlib import Path
 
 
-def version() -> str:
-    """The installed ``icml26`` version (from the package metadata; ``"unknown"`` if not installed)."""
+def version(root: Path | None = None) -> str:
+    """The ``icml26`` version: that of the checkout at ``root`` (its ``pyproject.toml``) when given and
+    readable, else the installed one (package metadata; ``"unknown"`` if not installed).
+
+    An editable install keeps the metadata of its last ``pip install``, so after a version bump
+    only the checkout's own file says which version its pages come from.
+    """
+    if root is not None:
+        import tomllib
+
+        try:
+            project = tomllib.loads((Path(root) / "pyproject.toml").read_text()).get("project", {})
+            if project.get("name") == "icml26" and isinstance(project.get("version"), str):
+                return project["version"]
+        except (OSError, ValueError, UnicodeDecodeError):
+            pass
     try:
         return md.version("icml26")
     except md.PackageNotFoundError:  # pragma: no cover - the package is installed in every supported set-up
@@ -38,4 +52,4 @@ def describe(root: Path) -> str:
     """One line: ``icml26 0.1.0, commit 1a2b3c4d5e6f`` (``… with uncommitted changes`` when dirty)."""
     c = commit(root)
     where = "not a git checkout" if c is None else f"commit {c[0][:12]}" + (" with uncommitted changes" if c[1] else "")
-    return f"icml26 {version()}, {where}"
+    return f"icml26 {version(root)}, {where}"
