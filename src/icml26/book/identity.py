@@ -1,4 +1,4 @@
-"""Which book this is: the package version and the commit the pages were built from.
+"""Which book this is (the package version and the commit the pages were built from) and which CPU ran it.
 
 Shown by ``python -m icml26 --version``, on the Status page and in each chapter's footer.
 """
@@ -6,6 +6,7 @@ Shown by ``python -m icml26 --version``, on the Status page and in each chapter'
 from __future__ import annotations
 
 import importlib.metadata as md
+import platform
 import subprocess
 from pathlib import Path
 
@@ -53,3 +54,23 @@ def describe(root: Path) -> str:
     c = commit(root)
     where = "not a git checkout" if c is None else f"commit {c[0][:12]}" + (" with uncommitted changes" if c[1] else "")
     return f"icml26 {version(root)}, {where}"
+
+
+def cpu_description(cpuinfo: str | None = None) -> str:
+    """The CPU model and its widest vector instructions (``/proc/cpuinfo`` where there is one).
+
+    They say which BLAS and torch kernels ran: the same seed gives the same records on the same
+    kind of CPU, but kernels written for other instructions round differently, which moves
+    the figures of chapters that train models (in the second or third digit).
+    """
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            cpuinfo = ""
+    model = next((ln.split(":", 1)[1].strip() for ln in cpuinfo.splitlines() if ln.startswith("model name")), "")
+    flags = set(next((ln.split(":", 1)[1].split() for ln in cpuinfo.splitlines() if ln.startswith("flags")), []))
+    isa = next((name for flag, name in (("amx_bf16", "AMX and AVX-512"), ("avx512f", "AVX-512"), ("avx2", "AVX2"))
+                if flag in flags), "")
+    base = model or platform.processor() or platform.machine()
+    return f"{base} ({isa})" if isa else base

@@ -200,7 +200,7 @@ def save_times(book: Book, scale: str, label: str, *, source: Book | None = None
     d = book.data_dir / BASELINES
     d.mkdir(parents=True, exist_ok=True)
     out = d / f"{scale}-{label}.json"
-    from .site import cpu_description
+    from .identity import cpu_description
 
     out.write_text(json.dumps({"label": label, "scale": scale, "built_from": describe(src.root), "cpu": cpu_description(),
                                "saved": time.strftime("%Y-%m-%d %H:%M:%S"), "chapters": chapters}, indent=2) + "\n")

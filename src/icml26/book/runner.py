@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from .chapter import check_scale, check_seed
+from .identity import cpu_description
 
 RUNTIME_MODULES: tuple[str, ...] = ("icml26.book.chapter", "icml26.book.bench")
 PACKAGE = "icml26"
@@ -68,6 +69,7 @@ class RunRecord:
     error: dict | None = None
     finished: str = ""
     cpus: int = 0  # CPU cores of the machine that ran it (0: not recorded)
+    cpu: str = ""  # its CPU model and widest vector instructions (identity.cpu_description; "": not recorded)
     cpu_s: float = 0.0  # CPU seconds (user + system) of the chapter's kernels (0: not recorded)
     params: dict = field(default_factory=dict)  # notebook parameters besides scale and seed (run --param)
 
@@ -310,7 +312,7 @@ class Book:
                 f"not executed again: it failed with these same inputs at {last_failure.finished} "
                 f"({(last_failure.error or {}).get('evalue', '')}); --force runs it anyway")[:600]}
             return last_failure
-        record = RunRecord(chapter=chapter.id, scale=scale, seed=seed, status="ok", wall_s=0.0, key=key, cpus=os.cpu_count() or 0,
+        record = RunRecord(chapter=chapter.id, scale=scale, seed=seed, status="ok", wall_s=0.0, key=key, cpus=os.cpu_count() or 0, cpu=cpu_description(),
                            params=params)
         if kernels.cancelled:
             record.status = "interrupted"

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .chapter import SCALES
+from .identity import cpu_description
 from .runner import Book, Chapter
 
 VERDICT_MARK = {
@@ -604,6 +605,7 @@ def status_markdown(book: Book) -> str:
     lines = [f"These pages were built from **{describe(book.root)}**.", "", "## Chapter runs", "",
              "| Chapter | " + " | ".join(head) + " | Last good run (full) |", "|---|" + "---|" * (len(head) + 1)]
     stale_notes = []
+    made_on: dict[str, list[str]] = {}  # CPU -> the runs shown that it made
     for ch in book.chapters():
         cells = []
         cpu_full = None
@@ -611,6 +613,7 @@ def status_markdown(book: Book) -> str:
             word, why = book.state(s, ch)
             rec = book.record(s, ch)
             if word in ("ok", "stale") and rec is not None:
+                made_on.setdefault(rec.cpu, []).append(f"{ch.id[:2]} at `{s}`")
                 cells.append(f"{rec.wall_s:.1f} s" + (" **(stale)**" if word == "stale" else ""))
                 cells.append(f"{rec.cpu_s:.1f} s" if rec.cpu_s > 0 else "—")
                 if s == "full" and rec.cpu_s > 0:
@@ -632,6 +635,14 @@ def status_markdown(book: Book) -> str:
               "CPU time of the chapter's kernel (user + system), which grows far less than wall time when other "
               "work shares the machine (— where a run predates its recording)."]
     here = cpu_description()
+    others = {cpu: runs for cpu, runs in made_on.items() if cpu != here}
+    if others:
+        shown = sum(len(r) for r in made_on.values())
+        parts = [f"{_cell(cpu) if cpu else 'a CPU that was not recorded'} ({'every run shown' if len(runs) == shown else ', '.join(runs)})"
+                 for cpu, runs in sorted(others.items())]
+        lines.append(f"Not every run shown was made on this build's CPU ({_cell(here)}): " + "; ".join(parts) + ". "
+                     "The same seed gives the same figures on the same kind of CPU; kernels for other vector "
+                     "instructions round differently, which moves the figures of chapters that train models.")
     for b in baselines:
         cpu = b.get("cpu")
         where = (f"on {_cell(cpu)}" + ("" if cpu == here else f", not this build's CPU ({_cell(here)}), so the ratio compares machines as well as code")
@@ -678,26 +689,6 @@ def status_markdown(book: Book) -> str:
     ]:
         lines.append(f"| {k} | {_cell(v)} |")
     return "\n".join(lines) + "\n"
-
-
-def cpu_description(cpuinfo: str | None = None) -> str:
-    """The CPU model and its widest vector instructions (``/proc/cpuinfo`` where there is one).
-
-    They say which BLAS and torch kernels ran: the same seed gives the same records on the same
-    kind of CPU, but kernels written for other instructions round differently, which moves
-    the figures of chapters that train models (in the second or third digit).
-    """
-    if cpuinfo is None:
-        try:
-            cpuinfo = Path("/proc/cpuinfo").read_text()
-        except OSError:
-            cpuinfo = ""
-    model = next((ln.split(":", 1)[1].strip() for ln in cpuinfo.splitlines() if ln.startswith("model name")), "")
-    flags = set(next((ln.split(":", 1)[1].split() for ln in cpuinfo.splitlines() if ln.startswith("flags")), []))
-    isa = next((name for flag, name in (("amx_bf16", "AMX and AVX-512"), ("avx512f", "AVX-512"), ("avx2", "AVX2"))
-                if flag in flags), "")
-    base = model or platform.processor() or platform.machine()
-    return f"{base} ({isa})" if isa else base
 
 
 # ---------------------------------------------------------------------------------------
