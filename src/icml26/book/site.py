@@ -635,13 +635,18 @@ def status_markdown(book: Book) -> str:
               "CPU time of the chapter's kernel (user + system), which grows far less than wall time when other "
               "work shares the machine (— where a run predates its recording)."]
     here = cpu_description()
-    others = {cpu: runs for cpu, runs in made_on.items() if cpu != here}
+    shown = sum(len(r) for r in made_on.values())
+
+    def which(runs: list[str]) -> str:
+        return "every run shown" if len(runs) == shown else ", ".join(runs)
+
+    others = [f"{_cell(cpu)} ({which(runs)})" for cpu, runs in sorted(made_on.items()) if cpu and cpu != here]
     if others:
-        shown = sum(len(r) for r in made_on.values())
-        parts = [f"{_cell(cpu) if cpu else 'a CPU that was not recorded'} ({'every run shown' if len(runs) == shown else ', '.join(runs)})"
-                 for cpu, runs in sorted(others.items())]
-        lines.append(f"Not every run shown was made on this build's CPU ({_cell(here)}): " + "; ".join(parts) + ". "
-                     "The same seed gives the same figures on the same kind of CPU; kernels for other vector "
+        lines.append(f"Runs made on another CPU than this build's ({_cell(here)}): " + "; ".join(others) + ".")
+    if made_on.get(""):
+        lines.append(f"Runs whose CPU was not recorded (made before version 0.4.1): {which(made_on[''])}.")
+    if others or made_on.get(""):
+        lines.append("The same seed gives the same figures on the same kind of CPU; kernels for other vector "
                      "instructions round differently, which moves the figures of chapters that train models.")
     for b in baselines:
         cpu = b.get("cpu")
