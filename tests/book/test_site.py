@@ -463,4 +463,4 @@ def test_the_status_page_names_runs_made_on_another_cpu(toy):
     toy.execute(ch, "full", 0, progress=False)  # one run here, one from before the CPU was recorded
     payload.pop("cpu")
     f.write_text(json.dumps(payload))
-    assert "Runs whose CPU was not recorded (made before version 0.4.1): 01 at `ci`." in site.status_markdown(toy)
+    assert "Runs whose CPU was not recorded (made before run records named it): 01 at `ci`." in site.status_markdown(toy)

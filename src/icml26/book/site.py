@@ -644,7 +644,7 @@ def status_markdown(book: Book) -> str:
     if others:
         lines.append(f"Runs made on another CPU than this build's ({_cell(here)}): " + "; ".join(others) + ".")
     if made_on.get(""):
-        lines.append(f"Runs whose CPU was not recorded (made before version 0.4.1): {which(made_on[''])}.")
+        lines.append(f"Runs whose CPU was not recorded (made before run records named it): {which(made_on[''])}.")
     if others or made_on.get(""):
         lines.append("The same seed gives the same figures on the same kind of CPU; kernels for other vector "
                      "instructions round differently, which moves the figures of chapters that train models.")
