@@ -427,9 +427,9 @@ def test_csr_filled_in_directly_is_the_constructors_matrix(layout, monkeypatch):
 
     from icml26.optengine import lp
 
-    assert lp._CSR_LAYOUT is not None  # the pinned SciPy: the direct path is the one the book uses
+    assert lp._CSR_FILLS_IN  # the pinned SciPy: the direct path is the one the book uses
     if layout == "unknown":
-        monkeypatch.setattr(lp, "_CSR_LAYOUT", None)
+        monkeypatch.setattr(lp, "_CSR_FILLS_IN", False)
     data, indices, indptr = np.array([1.5, -2.0, 3.0]), np.array([0, 2, 1], np.int32), np.array([0, 2, 2, 3], np.int32)
     A = lp._csr_canonical(data, indices, indptr, (3, 4))
     B = sp.csr_matrix((data, indices, indptr), shape=(3, 4))

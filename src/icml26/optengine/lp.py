@@ -178,19 +178,18 @@ def _filled(value: Any, shape: tuple[int, ...], k: int) -> np.ndarray:
     return np.broadcast_to(np.asarray(value, float), shape).ravel().copy()
 
 
-def _csr_layout() -> tuple[str, ...] | None:
-    """The attributes SciPy's constructor gives a CSR matrix made of canonical arrays, when they are
-    the arrays it was given (views of them, not copies) and the shape (the layout that
-    :func:`_csr_canonical` fills in directly)."""
+def _csr_fills_in() -> bool:
+    """Whether SciPy's constructor, given canonical arrays, keeps those arrays (views, not copies)
+    and sets nothing but them, the shape and ``maxprint``: the state :func:`_csr_canonical` fills in."""
     d, i, p = np.ones(2), np.array([0, 1], np.int32), np.array([0, 1, 2], np.int32)
     A = sp.csr_matrix((d, i, p), shape=(2, 2))
     same = all(np.shares_memory(a, b) and a.dtype == b.dtype and np.array_equal(a, b)
                for a, b in ((A.data, d), (A.indices, i), (A.indptr, p))) and A.shape == (2, 2)
-    keys = tuple(sorted(vars(A)))
-    return keys if same and keys == ("_shape", "data", "indices", "indptr", "maxprint") else None
+    return same and sorted(vars(A)) == ["_shape", "data", "indices", "indptr", "maxprint"]
 
 
-_CSR_LAYOUT = _csr_layout()
+_CSR_FILLS_IN = _csr_fills_in()
+_CSR_MAXPRINT = sp.csr_matrix((1, 1)).maxprint
 
 
 def _csr_canonical(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, shape: tuple[int, int]) -> sp.csr_matrix:
@@ -199,18 +198,15 @@ def _csr_canonical(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, sh
 
     SciPy's constructor re-checks and re-types the arrays it is given (about 10 µs, a tenth of a
     small model's build and hand-over); for arrays made canonical here the result is the same
-    object state, so it is filled in directly, as long as this SciPy's CSR matrix has the layout
-    checked at import (:func:`_csr_layout`; otherwise, the constructor). Tested against it.
+    object state, so it is filled in directly, as long as this SciPy's constructor makes that
+    state (checked at import by :func:`_csr_fills_in`; otherwise, the constructor). Tested against it.
     """
-    if _CSR_LAYOUT is None:
+    if not _CSR_FILLS_IN:
         return sp.csr_matrix((data, indices, indptr), shape=shape)
     A = sp.csr_matrix.__new__(sp.csr_matrix)
     A.__dict__.update(_shape=(int(shape[0]), int(shape[1])), data=data, indices=indices, indptr=indptr,
                       maxprint=_CSR_MAXPRINT)
     return A
-
-
-_CSR_MAXPRINT = sp.csr_matrix((1, 1)).maxprint
 
 
 def _csr(v: np.ndarray, ri: np.ndarray, ci: np.ndarray, shape: tuple[int, int]) -> sp.csr_matrix:
@@ -532,13 +528,6 @@ def _run(h, time_limit: float | None) -> tuple[str, float | None, np.ndarray | N
     return status, None, None
 
 
-def _highs_bound(x: np.ndarray, inf: float) -> np.ndarray:
-    """``x`` with every infinite entry replaced by HiGHS's ``inf`` (of the bound's side); ``x`` itself when
-    that changes nothing (HiGHS copies what it is handed)."""
-    bad = np.isinf(x)
-    return np.where(bad, inf, x) if bad.any() and not (x[bad] == inf).all() else x
-
-
 def _pass_model(h, model: LinearModel) -> None:
     """Hand ``model`` to a Highs object (HiGHS keeps the sense, so an LP file says "max")."""
     highspy = _highspy()
@@ -552,8 +541,8 @@ def _pass_model(h, model: LinearModel) -> None:
         h.passModel(
             model.n_vars, model.n_rows, A.nnz, int(highspy.MatrixFormat.kRowwise), int(sense), float(model.offset),
             np.asarray(model.c, float),
-            _highs_bound(model.lb, -inf), _highs_bound(model.ub, inf),
-            _highs_bound(model.row_lb, -inf), _highs_bound(model.row_ub, inf),
+            np.where(np.isinf(model.lb), -inf, model.lb), np.where(np.isinf(model.ub), inf, model.ub),
+            np.where(np.isinf(model.row_lb), -inf, model.row_lb), np.where(np.isinf(model.row_ub), inf, model.row_ub),
             A.indptr.astype(np.int32, copy=False), A.indices.astype(np.int32, copy=False), A.data.astype(float, copy=False),
             model.integer.astype(np.int32),  # 1 = HighsVarType.kInteger, 0 = kContinuous
         )
