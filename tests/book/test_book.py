@@ -92,6 +92,26 @@ def test_every_claim_states_its_kind(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.parent.name for p in NOTEBOOKS])
+def test_an_untestable_claim_says_what_would_test_it(path):
+    """A paper claim with a positive control or untestable= passes to_test=: what would let a setup test it."""
+    from icml26.book import lint
+
+    found = lint.untestable_claims_without_to_test(path)
+    assert found == [], "paper claims with control= or untestable= but no to_test=: " + ", ".join(found)
+
+
+def test_the_to_test_rule_can_fail(tmp_path):
+    from icml26.book import lint
+
+    f = tmp_path / "x.md"
+    f.write_text('c = chapter.Claim(id="a", kind="paper", checks=x, control={"learns": ok})\n'
+                 'd = chapter.Claim(id="b", kind="paper", checks=x, control={"learns": ok}, to_test="a deeper model")\n'
+                 'e = chapter.Claim(id="c", kind="own", checks=x, control={"learns": ok})\n'
+                 'g = chapter.Claim(id="d", kind="paper", checks=x, untestable="same argmax")\n')
+    assert lint.untestable_claims_without_to_test(f) == ["a", "d"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.parent.name for p in NOTEBOOKS])
 def test_no_typed_numbers_in_result_prose(path):
     """Result sentences are generated from computed values (chapter.say / glue), never typed."""
     from icml26.book import lint

@@ -134,7 +134,8 @@ def test_failed_control_never_reads_not_reproduced():
     assert plain.verdict == "not reproduced"
     failed = chapter.Claim(id="x", claim="c", kind="paper", paper="", ours="", checks={"k": against},
                            control={"learns the task": chapter.exact(False, "accuracy on the fixed test set")})
-    assert failed.verdict == "inconclusive" and "positive control 'learns the task' failed" in failed.why
+    assert failed.verdict == "untestable here" and "positive control 'learns the task' failed" in failed.why
+    assert "what would test it is not stated" in failed.why
     assert failed.control["learns the task"]["outcome"] == "contradicts"
 
 
@@ -145,14 +146,39 @@ def test_verdict_words_and_guards():
     assert chapter.verdict({"a": sup, "b": sup}) == "reproduced"
     assert chapter.verdict({"a": sup, "b": con}) == "partly reproduced"
     assert chapter.verdict({"a": con, "b": con}) == "not reproduced"
-    assert chapter.verdict({"a": con, "b": inc}) == "inconclusive"
-    assert chapter.verdict({"a": sup, "b": inc}) == "inconclusive"
+    assert chapter.verdict({"a": con, "b": inc}) == "undecided"
+    assert chapter.verdict({"a": sup, "b": inc}) == "undecided"
     # a guard lowers, never raises
     assert chapter.verdict({"a": sup}, guards={"g": con}) == "partly reproduced"
     assert chapter.verdict({"a": con}, guards={"g": sup}) == "not reproduced"
-    assert chapter.verdict({"a": inc}, guards={"g": sup}) == "inconclusive"
+    assert chapter.verdict({"a": inc}, guards={"g": sup}) == "undecided"
     c = chapter.Claim(id="x", claim="c", kind="paper", paper="", ours="", checks={"a": inc})
-    assert c.verdict == "inconclusive" and "about" in c.why and c.outcomes == {"a": "inconclusive"}
+    assert c.verdict == "undecided" and "about" in c.why and c.outcomes == {"a": "inconclusive"}
+
+
+def test_a_failed_control_reads_untestable_never_undecided():
+    sup = chapter.exact(True, "count")
+    inc = chapter.paired_effect([0.3, -0.2, 0.6], [0.0, 0.0, 0.0], smallest_effect=0.2, basis="stated")
+    failed = chapter.exact(False, "the toy learns the task")
+    # whatever the core checks say, a contradicted control makes the claim untestable here
+    for core in ({"a": sup}, {"a": inc}, {"a": chapter.exact(False, "count")}, {"a": sup, "b": inc}):
+        assert chapter.verdict(core, control={"learns": failed}) == "untestable here"
+        assert chapter.verdict(core, control={"learns": sup, "other": False}) == "untestable here"
+    # a control that is itself undecided (noisy, interval straddling) leaves the claim undecided, and says so
+    c = chapter.Claim(id="x", claim="c", kind="paper", paper="", ours="", checks={"a": sup}, control={"learns": inc})
+    assert c.verdict == "undecided" and "positive control 'learns' undecided" in c.why
+    # the construction: untestable whatever the checks, with why and what would test it
+    c = chapter.Claim(id="x", claim="c", kind="paper", paper="", ours="", checks={"a": sup},
+                      untestable="both arms take the same argmax", to_test="a model whose argmax the method changes")
+    assert c.verdict == "untestable here"
+    assert "by construction: both arms take the same argmax" in c.why and "what would test it: a model whose argmax" in c.why
+    c = chapter.Claim(id="x", claim="c", kind="paper", paper="", ours="", checks={"a": sup}, control={"learns": failed},
+                      to_test="a deeper model")
+    assert "what would test it: a deeper model" in c.why
+    with pytest.raises(ValueError, match="untestable= is for paper claims only"):
+        chapter.Claim(id="x", claim="c", kind="own", paper="", ours="", checks={"a": True}, untestable="why")
+    with pytest.raises(TypeError, match="to_test= must be a sentence"):
+        chapter.Claim(id="x", claim="c", kind="paper", paper="", ours="", checks={"a": sup}, to_test=3)
 
 
 def test_smaller_than_the_paper_is_flagged():

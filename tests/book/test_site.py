@@ -121,13 +121,13 @@ def test_verdict_box_goes_after_the_claim_and_the_claim_check_gets_a_label():
     assert not site._label_heading(nb, "Nowhere", "x")
     payload = {"claims": [
         {"id": "o", "claim": "an own property", "kind": "own", "verdict": "holds", "ours": "3/3", "decisions": {}},
-        {"id": "p", "claim": "A beats B (on the paper's benchmark; details follow)", "kind": "paper", "verdict": "inconclusive",
+        {"id": "p", "claim": "A beats B (on the paper's benchmark; details follow)", "kind": "paper", "verdict": "undecided",
          "ours": "x", "decisions": {"better": {"stats": {"effect": 0.5, "ci_low": -0.1, "ci_high": 1.1, "smallest_effect": 1.0,
                                                           "unit": " pp"}}}},
     ]}
     box = site.verdict_box("01-x", [payload], label="claim-check-01-x")
     assert box.index("A beats B") < box.index("an own property"), "paper claims first"
-    assert "| A beats B (on the paper's benchmark; details follow) | paper | *inconclusive* | +0.5 [-0.1, +1.1] pp, δ " in box and "| an own property | own | holds | 3/3 |" in box
+    assert "| A beats B (on the paper's benchmark; details follow) | paper | *undecided* | +0.5 [-0.1, +1.1] pp, δ " in box and "| an own property | own | holds | 3/3 |" in box
     assert "{ref}`Claim check <claim-check-01-x>`" in box
     assert site.verdict_box("01-x", [{"claims": [], "mismatch": False}]) == ""
     site._after_claim(nb, box)

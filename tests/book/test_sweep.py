@@ -39,7 +39,7 @@ def test_sweep_on_a_local_cluster_caches_and_names_failures(toy):
     claims = sw.load_sweep_claims(toy, "ci")["01-toy"]["one"]
     agg = sw.aggregate(claims)
     # an exact check that holds in one seed and fails in the other is undecided over seeds: no vote
-    assert agg["counts"] == {"reproduced": 1, "not reproduced": 1} and agg["overall"] == "inconclusive"
+    assert agg["counts"] == {"reproduced": 1, "not reproduced": 1} and agg["overall"] == "undecided"
     # a second sweep is all cache hits for the chapter that succeeded
     again = sw.sweep(toy, chapters[:1], [0, 1], "ci", n_workers=1, progress=False)
     assert [r.status for r in again] == ["cached", "cached"]
@@ -156,10 +156,18 @@ def test_pooled_claim_equals_the_decision_on_all_replicates():
     # with K planned looks the pooled decision is taken at alpha / K: a wider interval
     wide = sw.pool_claim(rows, looks=4)["checks"]["better"]["stats"]
     assert wide["alpha"] == 0.05 / 4 and wide["ci_high"] - wide["ci_low"] > st["ci_high"] - st["ci_low"]
-    # a control that fails in one seed keeps the pooled claim inconclusive
+    # a control that fails in one seed and holds in the other is undecided over seeds: so is the claim
     ctl = [(0, _row(a0, b0, [0, 1, 2], control={"learns": chapter.exact(True, "x")})),
            (1, _row(a1, b1, [1000, 1001, 1002], control={"learns": chapter.exact(False, "x")}))]
-    assert sw.pool_claim(ctl)["verdict"] == "inconclusive"
+    assert sw.pool_claim(ctl)["verdict"] == "undecided"
+    # a control that fails in every seed makes the pooled claim untestable here, never undecided
+    both = [(0, _row(a0, b0, [0, 1, 2], control={"learns": chapter.exact(False, "x")})),
+            (1, _row(a1, b1, [1000, 1001, 1002], control={"learns": chapter.exact(False, "x")}))]
+    assert sw.pool_claim(both)["verdict"] == "untestable here"
+    # a claim untestable by construction stays so when pooled, with its reason
+    built = [(s, {**r, "untestable": "same argmax in both arms", "to_test": "another model"}) for s, r in rows]
+    out = sw.pool_claim(built)
+    assert out["verdict"] == "untestable here" and "same argmax in both arms" in out["why"] and "another model" in out["why"]
 
 
 def test_parse_duration():

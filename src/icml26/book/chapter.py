@@ -187,20 +187,28 @@ KINDS: tuple[str, ...] = ("paper", "derived", "stand-in", "own")
 """
 
 VERDICTS_BY_KIND: dict[str, tuple[str, ...]] = {
-    "paper": ("reproduced", "partly reproduced", "not reproduced", "inconclusive"),
+    "paper": ("reproduced", "partly reproduced", "not reproduced", "undecided", "untestable here"),
     "derived": ("verified", "fails"),
     "stand-in": ("illustrates", "does not illustrate"),
     "own": ("holds", "fails"),
 }
 
+#: The two paper verdicts that decide nothing, and what each means.
+OPEN_VERDICTS: dict[str, str] = {
+    "undecided": "the setup can test the claim, and more replicates would decide it",
+    "untestable here": "a positive control failed, or the claim cannot differ in this reconstruction by construction",
+}
+
 VERDICT_RULE: str = (
     "A paper claim is *reproduced* when every core check supports it; *not reproduced* only when the evidence is "
-    "against it (at least one core check contradicts, none supports, none is inconclusive); *partly reproduced* when "
-    "some core checks support and others contradict; and *inconclusive* otherwise, or whenever a positive control "
-    "failed (the setup could not show an effect of the claimed kind). A noisy check supports when the two-sided 90 % "
-    "interval of its paired effect lies above its margin, contradicts when the interval lies below the smallest effect "
-    "the claim needs (fixed before the run), and is inconclusive otherwise. A guard can only lower a verdict: a "
-    "contradicted guard turns *reproduced* into *partly reproduced*."
+    "against it (at least one core check contradicts, none supports, none is undecided); *partly reproduced* when "
+    "some core checks support and others contradict; *untestable here* whenever a positive control failed (the setup "
+    "could not show an effect of the claimed kind) or the claim cannot differ in this reconstruction by construction "
+    "(the chapter says why, and what would test it); and *undecided* otherwise (the setup can test it: more "
+    "replicates would decide it). A noisy check supports when the two-sided 90 % interval of its paired effect lies "
+    "above its margin, contradicts when the interval lies below the smallest effect the claim needs (fixed before "
+    "the run), and is inconclusive otherwise. A guard can only lower a verdict: a contradicted guard turns "
+    "*reproduced* into *partly reproduced*."
 )
 
 
@@ -214,18 +222,19 @@ def outcome_of(check: Any) -> str:
 
 
 def verdict(checks: Mapping[str, Any], kind: str = "paper", *, guards: Mapping[str, Any] | None = None,
-            control: Mapping[str, Any] | None = None) -> str:
+            control: Mapping[str, Any] | None = None, untestable: str = "") -> str:
     """Verdict of a claim of ``kind`` from its core checks, guards and positive controls.
 
     Every check has an outcome (:data:`~icml26.book.evidence.OUTCOMES`): a
     :class:`Decision` carries its own, a bool supports (``True``) or contradicts
     (``False``). The rule is :data:`VERDICT_RULE`: for a ``paper`` claim,
 
-    - any control not *supports* → *inconclusive*;
+    - ``untestable`` given, or any control *contradicts* → *untestable here*;
+    - any control *inconclusive* → *undecided* (more replicates would tell whether the setup can show it);
     - every core check *supports* → *reproduced*;
     - some *support* and some *contradict* → *partly reproduced*;
     - all *contradict* → *not reproduced*;
-    - otherwise → *inconclusive*;
+    - otherwise → *undecided*;
 
     and then a *contradicted* guard lowers *reproduced* to *partly reproduced*. The other
     kinds have two words: every check, control and guard supports (*verified*,
@@ -241,6 +250,9 @@ def verdict(checks: Mapping[str, Any], kind: str = "paper", *, guards: Mapping[s
         Checks that can lower a verdict, never raise it ("no worse elsewhere").
     control : mapping of str to bool or Decision, optional
         Positive controls: the setup can show an effect of the claimed kind at all.
+    untestable : str, optional
+        Why the claim cannot differ in this reconstruction by construction ("" when it can);
+        paper claims only.
 
     Returns
     -------
@@ -250,7 +262,7 @@ def verdict(checks: Mapping[str, Any], kind: str = "paper", *, guards: Mapping[s
     >>> verdict({"a": True, "b": False})
     'partly reproduced'
     >>> verdict({"a": True}, control={"learns the task": False})
-    'inconclusive'
+    'untestable here'
     >>> verdict({"a": True}, kind="derived")
     'verified'
     """
@@ -258,6 +270,8 @@ def verdict(checks: Mapping[str, Any], kind: str = "paper", *, guards: Mapping[s
         raise ValueError(f"kind={kind!r} is not a claim kind; use one of {', '.join(map(repr, KINDS))}")
     if not checks:
         raise ValueError("a claim needs at least one check to derive a verdict from")
+    if untestable and kind != "paper":
+        raise ValueError(f"untestable= is for paper claims only (kind={kind!r}): a {kind} claim is decided by its checks")
     core = [outcome_of(v) for v in checks.values()]
     guard = [outcome_of(v) for v in (guards or {}).values()]
     ctrl = [outcome_of(v) for v in (control or {}).values()]
@@ -265,8 +279,10 @@ def verdict(checks: Mapping[str, Any], kind: str = "paper", *, guards: Mapping[s
     if kind != "paper":
         ok = all(o == "supports" for o in core + ctrl) and "contradicts" not in guard
         return words[0] if ok else words[1]
+    if untestable or "contradicts" in ctrl:
+        return "untestable here"
     if any(o != "supports" for o in ctrl):
-        return "inconclusive"
+        return "undecided"
     if all(o == "supports" for o in core):
         word = "reproduced"
     elif "supports" in core and "contradicts" in core:
@@ -274,19 +290,30 @@ def verdict(checks: Mapping[str, Any], kind: str = "paper", *, guards: Mapping[s
     elif all(o == "contradicts" for o in core):
         word = "not reproduced"
     else:
-        word = "inconclusive"
+        word = "undecided"
     if word == "reproduced" and "contradicts" in guard:
         word = "partly reproduced"
     return word
 
 
 def verdict_reason(checks: Mapping[str, Any], *, guards: Mapping[str, Any] | None = None,
-                   control: Mapping[str, Any] | None = None) -> str:
-    """Why a claim reads as it does, in a sentence: failed controls, undecided checks and what would decide them."""
+                   control: Mapping[str, Any] | None = None, untestable: str = "", to_test: str = "") -> str:
+    """Why a claim reads as it does, in a sentence: failed controls, undecided checks and what would decide them.
+
+    A claim that is *untestable here* names the failed control or the construction, and
+    ``to_test`` (what would make a setup test it), or says that the chapter does not state it.
+    """
     parts = []
-    failed = [k for k, v in (control or {}).items() if outcome_of(v) != "supports"]
+    if untestable:
+        parts.append(f"untestable here by construction: {untestable}")
+    failed = [k for k, v in (control or {}).items() if outcome_of(v) == "contradicts"]
     if failed:
         parts.append("setup could not test it: positive control " + ", ".join(f"'{k}'" for k in failed) + " failed")
+    if untestable or failed:
+        parts.append(f"what would test it: {to_test}" if to_test else "what would test it is not stated")
+    open_ctrl = [k for k, v in (control or {}).items() if outcome_of(v) == "inconclusive"]
+    if open_ctrl:
+        parts.append("positive control " + ", ".join(f"'{k}'" for k in open_ctrl) + " undecided")
     undecided = []
     for k, v in checks.items():
         if outcome_of(v) == "inconclusive":
@@ -739,7 +766,7 @@ class Claim:
     control : dict of str to bool or Decision, optional
         Positive controls: the setup can show an effect of the claimed kind (the model
         learns the planted task, every tokenizer beats a constant clip). A failed
-        control makes a paper claim *inconclusive*, never *not reproduced*.
+        control makes a paper claim *untestable here*, never *not reproduced*.
     paper_value, ours_value : Value, number or sequence, optional
         The same figures as numbers (mean, sd, n, unit), for aggregation over seeds.
     sanity : dict of str to bool or ByConstruction, optional
@@ -751,6 +778,13 @@ class Claim:
     revised : str
         A threshold or design changed after a full run had been seen: what changed and
         what the earlier result was. Shown on the scorecard.
+    to_test : str
+        What would make a setup test this claim where this one cannot (a model size, a
+        data set, a training length); shown when the claim reads *untestable here*. Every
+        paper claim with a ``control`` or ``untestable`` states it (a book rule test checks).
+    untestable : str
+        Why the claim cannot differ in this reconstruction by construction ("" when it
+        can): the claim then reads *untestable here* whatever its checks say. Paper claims only.
     """
 
     id: str
@@ -765,6 +799,8 @@ class Claim:
     note: str = ""
     stand_in: str = ""
     revised: str = ""
+    to_test: str = ""
+    untestable: str = ""
     guards: dict[str, Any] = field(default_factory=dict)
     control: dict[str, Any] = field(default_factory=dict)
     verdict: str = field(init=False)
@@ -793,8 +829,11 @@ class Claim:
                         f"paper claim {self.id!r}: check {name!r} is a noisy comparison without a smallest effect; "
                         "decide it with chapter.paired_effect(..., smallest_effect=..., basis=...)"
                     )
-        self.verdict = verdict(core, self.kind, guards=guards, control=control)
-        self.why = verdict_reason(core, guards=guards, control=control)
+        for name in ("to_test", "untestable"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"claim {self.id!r}: {name}= must be a sentence (str), got {type(getattr(self, name)).__name__}")
+        self.verdict = verdict(core, self.kind, guards=guards, control=control, untestable=self.untestable)
+        self.why = verdict_reason(core, guards=guards, control=control, untestable=self.untestable, to_test=self.to_test)
         self.outcomes = {k: outcome_of(v) for k, v in core.items()}
         self.decisions = {k: _decision_record(v) for k, v in core.items() if isinstance(v, Decision)}
         self.checks = {k: bool(v) for k, v in core.items()}

@@ -18,7 +18,8 @@ VERDICT_COLOUR: dict[str, str] = {
     "reproduced": "#1b7837",
     "partly reproduced": "#e08214",
     "not reproduced": "#b2182b",
-    "inconclusive": "#6a6a6a",
+    "undecided": "#6a6a6a",
+    "untestable here": "#9970ab",
 }
 
 

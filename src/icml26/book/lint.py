@@ -106,3 +106,24 @@ def noisy_exact_checks(path: str | Path) -> list[str]:
         if _NOISY_FIGURE.search(value):
             out.append(("exact(" + args).splitlines()[0][:100])
     return out
+
+
+def untestable_claims_without_to_test(path: str | Path) -> list[str]:
+    """Paper ``Claim(`` calls that pass ``control=`` or ``untestable=`` but no ``to_test=``, as their ids or first lines.
+
+    A paper claim whose setup can fail its positive control, or that cannot differ by
+    construction, must say what would test it (a model size, a data set), so that an
+    *untestable here* verdict names it. A ``kind=`` other than the literal ``"paper"`` is
+    not checked.
+    """
+    text = Path(path).read_text(encoding="utf-8")
+    out = []
+    for m in re.finditer(r"\bClaim\(", text):
+        call = _call_args(text, m.end())
+        kind = re.search(r"\bkind\s*=\s*(['\"])([^'\"]*)\1", call)
+        if kind and kind.group(2) != "paper":
+            continue
+        if re.search(r"\b(control|untestable)\s*=", call) and not re.search(r"\bto_test\s*=", call):
+            cid = re.search(r"\bid\s*=\s*(['\"])([^'\"]*)\1", call)
+            out.append(cid.group(2) if cid else call.splitlines()[0][:80])
+    return out

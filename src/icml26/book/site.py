@@ -38,7 +38,8 @@ VERDICT_MARK = {
     "reproduced": "**reproduced**",
     "partly reproduced": "*partly reproduced*",
     "not reproduced": "**not reproduced**",
-    "inconclusive": "*inconclusive*",
+    "undecided": "*undecided*",
+    "untestable here": "*untestable here*",
     "verified": "verified",
     "fails": "**fails**",
     "illustrates": "illustrates",
@@ -83,9 +84,56 @@ def load_records(book: Book, scale: str) -> dict[str, list[dict]]:
                 print(f"python -m icml26: warning: ignoring the unreadable claim record {f} ({exc})", file=sys.stderr)
                 continue
             payload["mismatch"] = rec is None or payload.get("run_key", "") != rec.key
+            for row in payload.get("claims", []):
+                if isinstance(row, dict):
+                    row["verdict"] = current_word(row)
             payloads.append(payload)
         out[ch_dir.name] = payloads
     return out
+
+
+def current_word(row: dict) -> str:
+    """A claim record's verdict in today's words: a paper claim's *inconclusive* of a record made before 0.5.0
+    reads *untestable here* when one of its positive controls contradicts, else *undecided*."""
+    v = str(row.get("verdict", ""))
+    if row.get("kind") == "paper" and v == "inconclusive":
+        failed = any((d or {}).get("outcome") == "contradicts" for d in (row.get("control") or {}).values())
+        return "untestable here" if failed else "undecided"
+    return v
+
+
+def decide_cost(book: Book, scale: str, cid: str, row: dict) -> dict | None:
+    """What deciding an *undecided* paper claim would take: replicates in all, and about how many chapter CPU minutes.
+
+    The replicates are the largest ``n_needed`` of the claim's undecided noisy core checks;
+    the minutes scale the chapter's last run at ``scale`` (its kernel CPU time, ``cpu_s``,
+    else its wall time) by the replicates still missing over those it ran
+    (``cpu_s · (n_needed − n) / n``), an estimate that treats the whole run as replicate
+    work. ``None`` when the claim is not undecided or no check says how many would decide it.
+    """
+    if row.get("kind") != "paper" or current_word(row) != "undecided":
+        return None
+    need = [(int(st["n_needed"]), int(st.get("n") or 0)) for _, st in _noisy_checks(row)
+            if st.get("outcome") == "inconclusive" and st.get("n_needed")]
+    if not need:
+        return None
+    n_needed, n = max(need)
+    rec = book.record(scale, cid)
+    secs = None if rec is None else (getattr(rec, "cpu_s", None) or getattr(rec, "wall_s", None))
+    minutes = None
+    if secs and n > 0:
+        minutes = float(secs) * max(n_needed - n, 0) / n / 60.0
+    return {"n_needed": n_needed, "n": n, "minutes": minutes}
+
+
+def _cost_text(cost: dict | None) -> str:
+    if not cost:
+        return ""
+    text = f"n≈{cost['n_needed']} replicates in all would decide it (this run: {cost['n']})"
+    if cost.get("minutes") is not None:
+        m = cost["minutes"]
+        text += f", about {m:.0f} min of this chapter's CPU time" if m >= 1 else ", under a minute of this chapter's CPU time"
+    return text
 
 
 def load_claims(book: Book, scale: str) -> dict[str, list[dict]]:
@@ -201,7 +249,7 @@ def _seed_aggregates(book: Book, scale: str) -> tuple[str, dict[str, dict[str, d
     return scale, {}
 
 
-PAPER_WORDS: tuple[str, ...] = ("reproduced", "partly reproduced", "not reproduced", "inconclusive")
+PAPER_WORDS: tuple[str, ...] = ("reproduced", "partly reproduced", "not reproduced", "undecided", "untestable here")
 
 
 def _short(text: str, limit: int) -> str:
@@ -308,7 +356,9 @@ def _scorecard(book: Book, scale: str, figure_dir: Path | None, anchors: dict[st
                         seeds_behind.update(agg["seeds"])
                 elif not (over_seeds.get(cid, {}).get(r.get("id")) or {}).get("error"):
                     seeds_cell = "single seed"
-                verdict_cell = VERDICT_MARK.get(v, v) + (f" ({r['why']})" if r.get("why") else "")
+                cost = _cost_text(decide_cost(book, scale, cid, r))
+                why = "; ".join(x for x in (r.get("why", ""), cost) if x)
+                verdict_cell = VERDICT_MARK.get(v, v) + (f" ({why})" if why else "")
                 cells = [link if first[kind] else "", _cell(r["claim"]), _cell(r["paper"]), _cell(r["ours"]), _cell(verdict_cell)]
                 if kind == "paper":
                     cells += [_cell(x) for x in _evidence_cells(r, agg)]
@@ -419,7 +469,7 @@ def _scorecard(book: Book, scale: str, figure_dir: Path | None, anchors: dict[st
             "```",
             "",
         ]
-    cov = ["| Paper | Chapter | Paper claims: reproduced / partly / not / inconclusive | Derived | Stand-in | Own | Run time |",
+    cov = ["| Paper | Chapter | Paper claims: reproduced / partly / not / undecided / untestable here | Derived | Stand-in | Own | Run time |",
            "|---|---|---|---|---|---|---|"]
     for p in papers:
         cid = p["id"]
@@ -518,7 +568,8 @@ def verdict_box(cid: str, payloads: list[dict], *, label: str | None = None) -> 
 CLAIM_COLUMNS: tuple[str, ...] = (
     "chapter", "part", "id", "kind", "claim", "verdict", "why", "effect", "ci_low", "ci_high", "smallest_effect",
     "paper_effect", "unit", "n", "n_needed", "outcome", "seeds", "pooled_verdict", "pooled_effect", "pooled_ci_low",
-    "pooled_ci_high", "pooled_n", "rule", "paper", "ours", "stand_in", "note", "revised", "scale", "seed", "run_key",
+    "pooled_ci_high", "pooled_n", "rule", "paper", "ours", "stand_in", "note", "revised", "to_test", "untestable",
+    "decide_minutes", "scale", "seed", "run_key",
 )
 
 
@@ -559,7 +610,9 @@ def claims_data(book: Book, scale: str = "full") -> list[dict]:
                     "pooled_ci_low": pooled.get("ci_low"), "pooled_ci_high": pooled.get("ci_high"), "pooled_n": pooled.get("n"),
                     "rule": first.get("rule") or "; ".join(c.get("rule", "") for c in checks.values() if c.get("rule")),
                     "paper": r.get("paper", ""), "ours": r.get("ours", ""), "stand_in": r.get("stand_in", ""),
-                    "note": r.get("note", ""), "revised": r.get("revised", ""), "scale": payload.get("scale"),
+                    "note": r.get("note", ""), "revised": r.get("revised", ""), "to_test": r.get("to_test", ""),
+                    "untestable": r.get("untestable", ""),
+                    "decide_minutes": (decide_cost(book, scale, cid, r) or {}).get("minutes"), "scale": payload.get("scale"),
                     "seed": payload.get("seed"), "run_key": payload.get("run_key", ""),
                     "checks": checks,
                     "control": {k: {"outcome": d.get("outcome"), "detail": d.get("detail", "")} for k, d in (r.get("control") or {}).items()},

@@ -609,8 +609,11 @@ def pool_claim(rows: Sequence[tuple[int, dict]], *, alpha: float | None = None, 
                 raise ValueError(f"claim {rows[0][1].get('id')!r}: {what[:-1] if what != 'control' else what} {name!r} is missing in some seeds")
             group[name] = _pool_records(recs, a)
         pooled[what] = group
-    word = verdict(pooled["checks"], kind, guards=pooled["guards"], control=pooled["control"])
-    why = verdict_reason(pooled["checks"], guards=pooled["guards"], control=pooled["control"]) if kind == "paper" else ""
+    first = rows[0][1]
+    untestable = str(first.get("untestable") or "") if kind == "paper" else ""
+    word = verdict(pooled["checks"], kind, guards=pooled["guards"], control=pooled["control"], untestable=untestable)
+    why = verdict_reason(pooled["checks"], guards=pooled["guards"], control=pooled["control"], untestable=untestable,
+                         to_test=str(first.get("to_test") or "")) if kind == "paper" else ""
     as_rec = {w: {k: {"outcome": d.outcome, "detail": d.detail, "stats": d.stats} for k, d in g.items()} for w, g in pooled.items()}
     return {"verdict": word, "why": why, "alpha": a, **as_rec}
 
@@ -635,7 +638,10 @@ def parse_duration(text: str) -> float:
 
 
 def undecided_claims(book: Book, scale: str, chapters: Sequence[Chapter], *, looks: int) -> dict[str, list[str]]:
-    """Chapter → ids of its paper claims whose evidence pooled over the stored seeds is still *inconclusive*.
+    """Chapter → ids of its paper claims whose evidence pooled over the stored seeds is still *undecided*.
+
+    A claim that is *untestable here* (a failed control, or untestable by construction)
+    is not open: more seeds of the same setup would not let it test the claim.
 
     A chapter with no stored, current sweep task yet counts every paper claim as undecided
     (listed as ``"*"``).
@@ -657,8 +663,8 @@ def undecided_claims(book: Book, scale: str, chapters: Sequence[Chapter], *, loo
                 import warnings
 
                 warnings.warn(f"{ch.id} {cid}: cannot pool its records ({exc}); counted as undecided", stacklevel=2)
-                word = "inconclusive"
-            if word == "inconclusive":
+                word = "undecided"
+            if word == "undecided":
                 open_.append(cid)
         if open_:
             out[ch.id] = open_
