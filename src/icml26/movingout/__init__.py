@@ -2,6 +2,8 @@
 
 Submodules
 ----------
+geometry
+    The map's fixed design constants (sizes, speeds, goal zone, observation layout).
 env
     :class:`~icml26.movingout.env.MovingOutEnv`, metrics (NFD), geometry.
 partners

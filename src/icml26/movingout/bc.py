@@ -19,6 +19,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from .._common import RandomState, check_int, check_real, seed_from, torch_generator
+from .geometry import GOAL
 
 _N_EXTRA = 10
 _BODY_LAYERS = [nn.Linear, nn.Tanh, nn.Linear, nn.Tanh]  # MixtureDensityPolicy.body, as built
@@ -34,8 +35,6 @@ def policy_features(obs: torch.Tensor) -> torch.Tensor:
     obs = torch.as_tensor(obs, dtype=torch.float32)
     if obs.ndim != 2 or obs.shape[1] != 12:
         raise ValueError(f"obs must have shape (n, 12), got {tuple(obs.shape)}")
-    from .env import GOAL
-
     x0, y0, x1, y1 = GOAL
 
     def inside(p: torch.Tensor) -> torch.Tensor:
@@ -54,8 +53,6 @@ def _features_np(obs: np.ndarray) -> np.ndarray:
     of an agent, where the small torch ops of :func:`policy_features` cost more than the
     arithmetic.
     """
-    from .env import GOAL
-
     x0, y0, x1, y1 = GOAL
     ego, partner, light, heavy = obs[:, 0:2], obs[:, 4:6], obs[:, 8:10], obs[:, 10:12]
     out = np.empty((obs.shape[0], 22), dtype=np.float32)

@@ -30,6 +30,18 @@ import numpy as np
 import pymunk
 
 from .._common import check_int, check_real
+from .geometry import (  # the map's fixed design constants, re-exported here
+    AGENT_RADIUS,
+    CONTACT_TOL,
+    CONTROL_DT,
+    GOAL,
+    HEAVY_GAIN,
+    HEAVY_HALF,
+    LIGHT_HALF,
+    MAX_SPEED,
+    OBS_NAMES,
+)
+from .partners import SEEN_STYLES, ScriptedPartner
 
 try:  # pymunk's own binding of Chipmunk2D: the per-substep calls without the Python wrappers
     from pymunk._chipmunk_cffi import lib as _cp
@@ -37,22 +49,6 @@ try:  # pymunk's own binding of Chipmunk2D: the per-substep calls without the Py
     _CP_OK = all(hasattr(_cp, f) for f in ("cpSpaceStep", "cpBodySetVelocity", "cpBodyGetPosition", "cpBodyGetVelocity"))
 except ImportError:  # pragma: no cover - another pymunk layout: the public API below is used
     _cp, _CP_OK = None, False
-
-# Geometry of the map (unit square), fixed design constants.
-AGENT_RADIUS: float = 0.03
-LIGHT_HALF: float = 0.035
-HEAVY_HALF: float = 0.07
-GOAL: tuple[float, float, float, float] = (0.75, 0.2, 1.0, 0.8)  # x0, y0, x1, y1
-MAX_SPEED: float = 0.3  # units per second at |action| = 1
-HEAVY_GAIN: float = 0.6  # heavy-box speed / mean agent command when both agents hold it
-CONTROL_DT: float = 0.1  # seconds per env step (10 Hz, as in the paper)
-CONTACT_TOL: float = 0.012  # an agent "touches" a box within this gap
-
-OBS_NAMES: tuple[str, ...] = (
-    "ego_x", "ego_y", "ego_vx", "ego_vy", "partner_x", "partner_y", "partner_vx", "partner_vy",
-    "light_x", "light_y", "heavy_x", "heavy_y",
-)
-"""The 12 observation fields: positions in [0, 1], velocities as fractions of MAX_SPEED in [-1, 1]."""
 
 _AGENT, _BOX, _WALL = 1, 2, 3
 
@@ -237,8 +233,6 @@ class MovingOutEnv(gym.Env):
             raise ValueError(f"render_mode={render_mode!r} is not supported; use None or 'rgb_array'")
         self.render_mode = render_mode
         if partner is None:
-            from .partners import SEEN_STYLES, ScriptedPartner
-
             partner = ScriptedPartner(SEEN_STYLES[0])
         if not callable(getattr(partner, "act", None)):
             raise TypeError(f"partner={partner!r} needs a method act(partner_obs) -> action")

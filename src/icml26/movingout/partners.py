@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._common import RandomState, check_random_state, check_real
-from .env import AGENT_RADIUS, GOAL, HEAVY_HALF, LIGHT_HALF, OBS_NAMES
+from .geometry import AGENT_RADIUS, GOAL, HEAVY_HALF, LIGHT_HALF, OBS_NAMES
 
 SLOT_OFFSET: float = 0.04  # lateral offset of the two pushing slots on the heavy box's rear face
 
