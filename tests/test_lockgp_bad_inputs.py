@@ -56,7 +56,7 @@ def bad_matrices(draw):
 # ----------------------------------------------------------------------------- substitution matrices
 
 
-@covers("lockgp.blosum50")
+@covers("lockgp.substitution.blosum50")
 @FAST
 @given(tok=bad_tokens, junk=st.sampled_from([None, 3, ["A", "C"], ""]))
 def test_blosum50_rejects_unknown_repeated_or_non_string_alphabets(tok, junk):
@@ -65,7 +65,8 @@ def test_blosum50_rejects_unknown_repeated_or_non_string_alphabets(tok, junk):
     rejects(lg.blosum50, junk, match="alphabet")
 
 
-@covers("lockgp.normalize_substitution_matrix", "lockgp.correlation_matrix", "lockgp.blosum_embedding")
+@covers("lockgp.substitution.normalize_substitution_matrix", "lockgp.substitution.correlation_matrix",
+        "lockgp.substitution.blosum_embedding")
 @FAST
 @given(M=bad_matrices(), target=st.sampled_from([0.0, -0.25, np.nan, np.inf]), gamma=bad_floats)
 def test_matrix_functions_reject_bad_matrices_and_parameters(M, target, gamma):
@@ -82,7 +83,7 @@ def test_matrix_functions_reject_bad_matrices_and_parameters(M, target, gamma):
 # ----------------------------------------------------------------------------- encoding
 
 
-@covers("lockgp.encode_indices", "lockgp.encode_one_hot")
+@covers("lockgp.encoding.encode_indices", "lockgp.encoding.encode_one_hot")
 @FAST
 @given(tok=bad_tokens, cut=st.integers(0, 4), junk=st.sampled_from([3, None, b"ACD", 2.5]),
        length=st.sampled_from([0, -2, 2.5, "5"]))
@@ -101,8 +102,8 @@ def test_encoders_reject_bad_sequences(tok, cut, junk, length):
 # ----------------------------------------------------------------------------- kernels
 
 
-@covers("lockgp.LinearGlobalKernel", "lockgp.NonlinearLocalKernel", "lockgp.TanimotoBlosumKernel",
-        "lockgp.build_lock_kernel", "lockgp.FastHammingIMQKernel")
+@covers("lockgp.kernels.LinearGlobalKernel", "lockgp.kernels.NonlinearLocalKernel", "lockgp.kernels.TanimotoBlosumKernel",
+        "lockgp.kernels.build_lock_kernel", "lockgp.kernels.FastHammingIMQKernel")
 @FAST
 @given(L=bad_sizes, junk=not_numbers, extra=st.integers(1, 20))
 def test_kernels_reject_bad_lengths_and_wrong_input_widths(L, junk, extra):
@@ -119,7 +120,7 @@ def test_kernels_reject_bad_lengths_and_wrong_input_widths(L, junk, extra):
         rejects(lambda: kh(torch.zeros(3, 5 * A + (extra % A or 1), dtype=torch.float64)).to_dense(), match="vocab_size")
 
 
-@covers("lockgp.build_kernel")
+@covers("lockgp.kernels.build_kernel")
 @FAST
 @given(name=st.sampled_from(["rbf", "LOCK", "", "lock ", 3, None]), L=bad_sizes)
 def test_build_kernel_rejects_unknown_models_and_bad_lengths(name, L):
@@ -131,7 +132,7 @@ def test_build_kernel_rejects_unknown_models_and_bad_lengths(name, L):
 # ----------------------------------------------------------------------------- GP fitting
 
 
-@covers("lockgp.ExactGPModel", "lockgp.fit_map")
+@covers("lockgp.models.ExactGPModel", "lockgp.models.fit_map")
 @FAST
 @given(bad=st.sampled_from([np.nan, np.inf, -np.inf]), n=st.integers(1, 3), max_iter=st.sampled_from([0, -1, 2.5, "10"]))
 def test_gp_model_and_fit_reject_bad_data(bad, n, max_iter):
@@ -149,7 +150,7 @@ def test_gp_model_and_fit_reject_bad_data(bad, n, max_iter):
     rejects(lg.fit_map, "model", match="ExactGPModel")
 
 
-@covers("lockgp.GPRegressor")
+@covers("lockgp.models.GPRegressor")
 @FAST
 @given(bad=st.sampled_from([np.nan, np.inf]), kernel=st.sampled_from(["rbf", "", None]),
        X=st.sampled_from(["ACDEF", None, 3.0, np.zeros((4, 5)), np.zeros((4, 5, 20))]))
@@ -172,7 +173,7 @@ def test_regressor_predict_rejects_other_lengths():
     rejects(gp.predict, ["ACDEB"], match="unknown token")
 
 
-@covers("lockgp.evaluate")
+@covers("lockgp.evaluation.evaluate")
 @FAST
 @given(bad=st.sampled_from([np.nan, np.inf, -np.inf]), n=st.integers(0, 1), v=st.sampled_from([0.0, -1.0]))
 def test_evaluate_rejects_nan_short_constant_and_nonpositive_variance(bad, n, v):
@@ -191,7 +192,7 @@ def test_evaluate_rejects_nan_short_constant_and_nonpositive_variance(bad, n, v)
 # ----------------------------------------------------------------------------- landscapes
 
 
-@covers("lockgp.Landscape")
+@covers("lockgp.landscapes.Landscape")
 @FAST
 @given(bad=st.sampled_from([np.nan, np.inf]), n=st.integers(1, 3))
 def test_landscape_rejects_mismatched_nonfinite_or_non_string_data(bad, n):
@@ -203,7 +204,7 @@ def test_landscape_rejects_mismatched_nonfinite_or_non_string_data(bad, n):
     rejects(lg.Landscape, SEQS, Y[:, None], match="1-D")
 
 
-@covers("lockgp.make_landscape")
+@covers("lockgp.landscapes.make_landscape")
 @FAST
 @given(n=st.integers(-3, 1), kind=st.sampled_from(["random", "", "BLOSUM"]), bad=bad_floats,
        junk=not_numbers, mm=st.integers(25, 40))
@@ -219,7 +220,7 @@ def test_make_landscape_rejects_bad_sizes_rates_and_seeds(n, kind, bad, junk, mm
     rejects(lg.make_landscape, 20, random_state=1.5, match="random_state")
 
 
-@covers("lockgp.load_landscape")
+@covers("lockgp.landscapes.load_landscape")
 @FAST
 @given(text=st.sampled_from(["sequence,fitness\nACDE,1\nACD,2\n", "sequence,fitness\nACDE,1\nACDF,x\n",
                              "sequence,score\nACDE,1\n", "sequence,fitness\nACDB,1\n", "", "sequence,fitness\n"]),
@@ -232,7 +233,7 @@ def test_load_landscape_rejects_bad_files(text, junk):
     rejects(lg.load_landscape, junk, match="path")
 
 
-@covers("lockgp.learning_curve")
+@covers("lockgp.evaluation.learning_curve")
 @FAST
 @given(sizes=st.sampled_from([[], [1], [0, 8], [-4], "8", 8]), n=bad_sizes,
        models=st.sampled_from([["rbf"], [], "lock", ["lock", "x"]]), junk=not_numbers)
