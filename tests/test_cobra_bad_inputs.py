@@ -10,16 +10,16 @@ from hypothesis import strategies as st
 
 from icml26 import cobra as C
 
-exempt("cobra.DirichletAllocation", "a result record built by dirichlet_rank_allocation")
-exempt("cobra.RegressionTask", "a result record built by highrank_regression_task")
-exempt("cobra.EncoderTask", "a result record built by marker_encoder_task")
+exempt("cobra.allocation.DirichletAllocation", "a result record built by dirichlet_rank_allocation")
+exempt("cobra.tasks.RegressionTask", "a result record built by highrank_regression_task")
+exempt("cobra.tasks.EncoderTask", "a result record built by marker_encoder_task")
 
 
 def _net():
     return torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
 
 
-@covers("cobra.largest_remainder_ranks", "cobra.share_ranks", "cobra.dirichlet_rank_allocation")
+@covers("cobra.allocation.largest_remainder_ranks", "cobra.allocation.share_ranks", "cobra.allocation.dirichlet_rank_allocation")
 @settings(max_examples=20, deadline=None, derandomize=True)
 @given(costs=st.lists(st.integers(1, 100), min_size=1, max_size=6), short=st.integers(1, 50))
 def test_a_budget_below_one_rank_per_layer_is_rejected(costs, short):
@@ -31,7 +31,7 @@ def test_a_budget_below_one_rank_per_layer_is_rejected(costs, short):
     rejects(C.dirichlet_rank_allocation, np.ones(len(costs)), costs, budget, match="budget")
 
 
-@covers("cobra.largest_remainder_ranks", "cobra.share_ranks", "cobra.dirichlet_rank_allocation", "cobra.ta_lc")
+@covers("cobra.allocation.largest_remainder_ranks", "cobra.allocation.share_ranks", "cobra.allocation.dirichlet_rank_allocation", "cobra.allocation.ta_lc")
 def test_bad_vectors_are_rejected():
     rejects(C.largest_remainder_ranks, [1.0, -1.0], [5, 5], 20, match=">= 0")
     rejects(C.largest_remainder_ranks, [1.0, 1.0], [5], 20, match="one entry per layer")
@@ -45,7 +45,7 @@ def test_bad_vectors_are_rejected():
     rejects(C.ta_lc, [0.0, 2.0], [1.0, 1.0], match="> 0")
 
 
-@covers("cobra.layer_conductance", "cobra.layer_contributions")
+@covers("cobra.contributions.layer_conductance", "cobra.contributions.layer_contributions")
 def test_bad_conductance_calls_are_rejected():
     net = _net()
     x = torch.randn(4, 3)
@@ -61,7 +61,7 @@ def test_bad_conductance_calls_are_rejected():
     rejects(C.layer_contributions, net, {"a": net[0]}, x, target="some", match="'all'")
 
 
-@covers("cobra.lora_rank_pattern", "cobra.make_lora_model", "cobra.make_adalora_model")
+@covers("cobra.adapters.lora_rank_pattern", "cobra.adapters.make_lora_model", "cobra.adapters.make_adalora_model")
 def test_a_rank_pattern_naming_a_missing_module_is_rejected():
     net = _net()
     rejects(C.lora_rank_pattern, {"5": 2}, net, match="does not have")
@@ -73,7 +73,7 @@ def test_a_rank_pattern_naming_a_missing_module_is_rejected():
     rejects(C.make_adalora_model, net, ["0"], target_r=4, init_r=2, total_step=20, match="init_r")
 
 
-@covers("cobra.train_lora", "cobra.lora_gradient_demand", "cobra.lora_param_count")
+@covers("cobra.adapters.train_lora", "cobra.adapters.lora_gradient_demand", "cobra.adapters.lora_param_count")
 def test_bad_training_calls_are_rejected():
     net = _net()
     pm = C.make_lora_model(net, {"0": 1}, random_state=0)
@@ -90,7 +90,7 @@ def test_bad_training_calls_are_rejected():
     rejects(C.lora_param_count, "model", match="nn.Module")
 
 
-@covers("cobra.highrank_regression_task", "cobra.marker_encoder_task")
+@covers("cobra.tasks.highrank_regression_task", "cobra.tasks.marker_encoder_task")
 def test_bad_task_settings_are_rejected():
     rejects(C.highrank_regression_task, [0, 9], d_in=4, width=8, d_out=2, match="exceed")
     rejects(C.highrank_regression_task, [1], match="two layers")
@@ -99,7 +99,7 @@ def test_bad_task_settings_are_rejected():
     rejects(C.marker_encoder_task, vocab=3, match="vocab")
 
 
-@covers("cobra.layer_conductance", "cobra.layer_contributions")
+@covers("cobra.contributions.layer_conductance", "cobra.contributions.layer_contributions")
 def test_inputs_of_another_dtype_than_the_model_are_named():
     # float32 inputs on a float64 model used to surface torch's matmul dtype error
     net = _net().double()
@@ -109,8 +109,8 @@ def test_inputs_of_another_dtype_than_the_model_are_named():
     assert C.layer_conductance(net, net[0], x.double(), target=0).dtype == torch.float64
 
 
-@covers("cobra.marker_encoder_task", "cobra.task_contributions", "cobra.build_methods", "cobra.adalora_orth_penalty",
-        "cobra.adapter_param_counts")
+@covers("cobra.tasks.marker_encoder_task", "cobra.contributions.task_contributions", "cobra.experiments.build_methods", "cobra.adapters.adalora_orth_penalty",
+        "cobra.adapters.adapter_param_counts")
 def test_bad_new_settings_are_rejected():
     rejects(C.marker_encoder_task, rule="parity", match="rule='parity'")
     rejects(C.marker_encoder_task, marker_rate=0.0, match="marker_rate")
@@ -125,8 +125,8 @@ def test_bad_new_settings_are_rejected():
     rejects(C.adapter_param_counts, "model", match="nn.Module")
 
 
-@covers("cobra.allocate_ranks", "cobra.encoder_seed", "cobra.regression_seed", "cobra.neg_squared_error",
-        "cobra.true_class_log_prob")
+@covers("cobra.experiments.allocate_ranks", "cobra.experiments.encoder_seed", "cobra.experiments.regression_seed", "cobra.contributions.neg_squared_error",
+        "cobra.contributions.true_class_log_prob")
 def test_bad_experiment_calls_are_rejected():
     rejects(C.allocate_ranks, [1.0, 2.0], [1.0, 2.0, 3.0], [10, 10], 40, match="same length")
     rejects(C.encoder_seed, "task", r0=2, steps=10, match="EncoderTask")
