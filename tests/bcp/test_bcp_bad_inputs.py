@@ -321,3 +321,15 @@ def test_gaussian_mixture_rejects_bad_parameters(k_bad, d_bad, f_bad, rs_bad):
 )
 def test_digits_rejects_bad_parameters(kwargs, match):
     rejects(bcp.digits_classifier_outputs, **kwargs, match=match)
+
+
+@covers("bcp.protocol.miscoverage_control")
+def test_miscoverage_control_rejects_bad_shapes_ranges_and_one_replicate():
+    m, c, r = np.array([0.1, 0.2]), np.array([0.9, 0.9]), np.array([0, 1])
+    rejects(bcp.miscoverage_control, m, c[:1], r, match="one length")
+    rejects(bcp.miscoverage_control, m[:, None], c[:, None], r[:, None], match="1-D")
+    rejects(bcp.miscoverage_control, m + 1, c, r, match="m must lie in")
+    rejects(bcp.miscoverage_control, m, -c, r, match="chance must lie in")
+    rejects(bcp.miscoverage_control, np.array([np.nan, 0.1]), c, r, match="finite")
+    rejects(bcp.miscoverage_control, m, c, np.array([3, 3]), match="at least 2 replicates")
+    rejects(bcp.miscoverage_control, "m", c, r, match="array of numbers")

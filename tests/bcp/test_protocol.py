@@ -113,3 +113,55 @@ def test_compare_methods_shares_trials_and_is_deterministic():
     assert r1 == r2
     assert [r["method"] for r in r1] == list(bcp.METHODS)
     assert len({r["m"] for r in r1}) == 1  # the same trials: the same realised miscoverage
+
+
+def _control_outcomes(separation, seeds=range(5), Ts=(1, 2, 3), n_trials=300):
+    """Chapter 02's positive control on Gaussian-mixture pools of the given separation."""
+    from icml26.book import chapter
+
+    m, chance, rep = [], [], []
+    for s in seeds:
+        d = bcp.gaussian_mixture_outputs(s, separation=separation, n_pool=600)
+        S = bcp.nll_scores(d.log_probs)
+        idx = bcp.sample_trials(len(d.labels), 50, n_trials, s)
+        for T in Ts:
+            m.append(bcp.run_bcp(S, d.labels, idx, T, "identity").summary()["m"])
+            chance.append(1 - T / d.log_probs.shape[1])
+            rep.append(s)
+    ctrl = bcp.miscoverage_control(np.array(m), np.array(chance), np.array(rep))
+    misses = chapter.paired_effect(ctrl["miss"], 0.0, margin=bcp.CONTROL_MIN_MISS,
+                                   smallest_effect=bcp.CONTROL_MIN_MISS, basis="chapter 02's control")
+    beats = chapter.paired_effect(ctrl["below_chance"], 0.0, margin=bcp.CONTROL_MIN_BELOW_CHANCE,
+                                  smallest_effect=bcp.CONTROL_MIN_BELOW_CHANCE, basis="chapter 02's control")
+    per_cell = bool(np.all((np.array(m) > 0) & (np.array(m) < np.array(chance))))
+    return misses.outcome, beats.outcome, per_cell
+
+
+def test_miscoverage_control_passes_on_a_stand_in_like_the_chapters():
+    misses, beats, _ = _control_outcomes(1.2)
+    assert (misses, beats) == ("supports", "supports")
+
+
+def test_miscoverage_control_fails_when_nothing_is_left_to_certify():
+    """A near-perfect classifier never misses at top-T: the re-stated control contradicts (issue #35)."""
+    misses, beats, per_cell = _control_outcomes(50.0)
+    assert misses == "contradicts"
+    assert beats == "supports"
+    assert not per_cell  # the old every-cell form fails here too
+
+
+def test_miscoverage_control_fails_for_a_classifier_at_chance():
+    misses, beats, _ = _control_outcomes(1e-3)
+    assert beats == "contradicts"
+    assert misses == "supports"
+
+
+def test_miscoverage_control_is_the_row_mean_per_replicate():
+    m = np.array([0.0, 0.2, 0.1, 0.3])
+    c = np.array([0.9, 0.8, 0.9, 0.8])
+    out = bcp.miscoverage_control(m, c, np.array([1, 1, 0, 0]))
+    np.testing.assert_array_equal(out["replicates"], [0, 1])
+    np.testing.assert_allclose(out["miss"], [0.2, 0.1])
+    np.testing.assert_allclose(out["below_chance"], [0.65, 0.75])
+    np.testing.assert_array_equal(out["rows_ok"], [2, 1])
+    np.testing.assert_array_equal(out["rows"], [2, 2])

@@ -47,16 +47,21 @@ from .conformal import (
 )
 from .pools import ClassifierOutputs, digits_classifier_outputs, gaussian_mixture_outputs
 from .protocol import (
+    CONTROL_MIN_BELOW_CHANCE,
+    CONTROL_MIN_MISS,
     METHODS,
     TrialResult,
     authors_shifted_sizes,
     compare_methods,
+    miscoverage_control,
     run_bcp,
     run_split_conformal,
     sample_trials,
 )
 
 __all__ = [
+    "CONTROL_MIN_BELOW_CHANCE",
+    "CONTROL_MIN_MISS",
     "EPS_CAL",
     "METHODS",
     "TRANSFORMS",
@@ -73,6 +78,7 @@ __all__ = [
     "gaussian_mixture_outputs",
     "label_ranks",
     "loo_alpha",
+    "miscoverage_control",
     "nll_scores",
     "prediction_sets",
     "run_bcp",
