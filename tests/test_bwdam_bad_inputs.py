@@ -62,8 +62,8 @@ def test_capacity_threshold_with_mismatched_lengths_is_an_error_not_one():
 # ----------------------------------------------------------------------------- Gaussians and distances
 
 
-@covers("bwdam.check_gaussians", "bwdam.bures_wasserstein_distance", "bwdam.pairwise_bw_sq", "bwdam.ot_map",
-        "bwdam.nearest_pattern", "bwdam.gaussian_features")
+@covers("bwdam.geometry.check_gaussians", "bwdam.geometry.bures_wasserstein_distance", "bwdam.geometry.pairwise_bw_sq",
+        "bwdam.geometry.ot_map", "bwdam.dynamics.nearest_pattern", "bwdam.estimators.gaussian_features")
 @FAST
 @given(bad=bad_gaussians(), first=st.booleans())
 def test_gaussian_functions_reject_bad_gaussians(bad, first):
@@ -100,7 +100,7 @@ def test_ot_map_needs_a_positive_definite_source(eps):
     rejects(B.ot_map, np.zeros(2), C1, np.zeros(2), np.eye(2))
 
 
-@covers("bwdam.sqrtm_psd")
+@covers("bwdam.geometry.sqrtm_psd")
 @FAST
 @given(c=arrays(float, st.sampled_from([(3,), (2, 3), (0, 0), (4, 2, 3)]), elements=st.floats(-1, 1)),
        bad=bad_floats, floor=st.sampled_from([-1.0, np.nan, np.inf]))
@@ -117,7 +117,7 @@ def test_sqrtm_psd_rejects_bad_matrices(c, bad, floor):
 # ----------------------------------------------------------------------------- energy, weights, steps
 
 
-@covers("bwdam.energy", "bwdam.gibbs_weights")
+@covers("bwdam.dynamics.energy", "bwdam.dynamics.gibbs_weights")
 @FAST
 @given(beta=bad_betas, neg=st.floats(-10, -1e-6), shape=st.sampled_from([(0,), (3, 0), ()]))
 def test_energy_and_weights_reject_bad_distances_and_temperatures(beta, neg, shape):
@@ -130,7 +130,7 @@ def test_energy_and_weights_reject_bad_distances_and_temperatures(beta, neg, sha
         rejects(fn, np.ones(3), "1", match="real number")
 
 
-@covers("bwdam.phi_step", "bwdam.retrieve", "bwdam.phi_step_pot_loop")
+@covers("bwdam.dynamics.phi_step", "bwdam.dynamics.retrieve", "bwdam.dynamics.phi_step_pot_loop")
 @FAST
 @given(bad=bad_gaussians(), beta=bad_betas, first=st.booleans())
 def test_retrieval_steps_reject_bad_queries_memories_and_beta(bad, beta, first):
@@ -154,7 +154,7 @@ def test_iteration_controls_and_frozen_weights(max_iter, tol, w):
     rejects(B.phi_step, M_OK[0], C_OK[0], M_OK, C_OK, 1.0, weights=w, match="weights")
 
 
-@covers("bwdam.RetrievalResult")
+@covers("bwdam.dynamics.RetrievalResult")
 @FAST
 @given(q=st.integers(1, 3), d=st.integers(1, 3), wrong=st.sampled_from(["covs", "n_iter", "path", "energy"]))
 def test_retrieval_result_checks_its_shapes(q, d, wrong):
@@ -167,7 +167,7 @@ def test_retrieval_result_checks_its_shapes(q, d, wrong):
 # ----------------------------------------------------------------------------- estimators
 
 
-@covers("bwdam.BWDenseAssociativeMemory")
+@covers("bwdam.estimators.BWDenseAssociativeMemory")
 @FAST
 @given(bad=bad_gaussians(), beta=bad_betas, max_iter=st.sampled_from([0, -1, 1.5]))
 def test_bw_memory_rejects_bad_patterns_settings_and_use_before_fit(bad, beta, max_iter):
@@ -182,7 +182,7 @@ def test_bw_memory_rejects_bad_patterns_settings_and_use_before_fit(bad, beta, m
     rejects(mem.energy, m, c)
 
 
-@covers("bwdam.EuclideanDenseAssociativeMemory")
+@covers("bwdam.estimators.EuclideanDenseAssociativeMemory")
 @FAST
 @given(X=arrays(float, st.sampled_from([(3,), (0, 2), (2, 0), (2, 2, 2)]), elements=st.floats(-1, 1)),
        bad=bad_floats, beta=bad_betas, p=st.integers(3, 5))
@@ -202,7 +202,7 @@ def test_euclidean_memory_rejects_bad_patterns_and_queries(X, bad, beta, p):
 # ----------------------------------------------------------------------------- data generators
 
 
-@covers("bwdam.sample_commuting_gaussians", "bwdam.sample_shared_mean_gaussians")
+@covers("bwdam.data.sample_commuting_gaussians", "bwdam.data.sample_shared_mean_gaussians")
 @FAST
 @given(n=bad_sizes, lam=st.sampled_from([(-1.0, 1.0), (2.0, 1.0), (0.0, 1.0), (np.nan, 1.0), (1.0, np.inf)]),
        junk=not_numbers, radius=st.sampled_from([-1.0, 0.0, np.nan, np.inf]))
@@ -217,7 +217,7 @@ def test_pattern_samplers_reject_bad_sizes_and_bounds(n, lam, junk, radius):
     rejects(B.sample_commuting_gaussians, 3, 2, radius=radius, match="radius")
 
 
-@covers("bwdam.perturb_gaussians", "bwdam.sample_covariance_queries")
+@covers("bwdam.data.perturb_gaussians", "bwdam.data.sample_covariance_queries")
 @FAST
 @given(bad=bad_gaussians(), r=st.sampled_from([-0.1, np.nan, np.inf]), ns=st.integers(-3, 1),
        cs=st.sampled_from([-1.0, np.nan]))
@@ -231,7 +231,7 @@ def test_query_models_reject_bad_input(bad, r, ns, cs):
     rejects(B.perturb_gaussians, M_OK, C_OK, 1.0, random_state=2.5)
 
 
-@covers("bwdam.digits_gaussians")
+@covers("bwdam.data.digits_gaussians")
 @FAST
 @given(nc=st.sampled_from([0, -2, 65, 2.5]), nn=st.sampled_from([1, 0, 175, -3]), ridge=st.sampled_from([-0.1, np.nan]),
        npat=st.sampled_from([0, -1, 1798]))
@@ -245,7 +245,7 @@ def test_digits_gaussians_rejects_bad_settings(nc, nn, ridge, npat):
 # ----------------------------------------------------------------------------- experiment helpers
 
 
-@covers("bwdam.retrieval_success")
+@covers("bwdam.evaluation.retrieval_success")
 @FAST
 @given(tg=st.sampled_from([np.array([0, 1]), np.array([0, 1, 3]), np.array([-1, 0, 1]), np.array([0.0, 1.0, 2.0]),
                            np.zeros((3, 1), int)]),
@@ -256,7 +256,7 @@ def test_retrieval_success_rejects_bad_targets_method_and_beta(tg, method, beta)
     rejects(B.retrieval_success, M_OK, C_OK, M_OK, C_OK, np.arange(3), beta, match="beta")
 
 
-@covers("bwdam.capacity_curve", "bwdam.capacity_threshold")
+@covers("bwdam.evaluation.capacity_curve", "bwdam.evaluation.capacity_threshold")
 @FAST
 @given(grid=st.sampled_from([[], [4, 2], [0, 2], [2, 2.5], [2, np.nan], [[2, 4]]]),
        rate=st.sampled_from([1.5, -0.1, np.inf]), level=st.sampled_from([0.0, -0.5, 1.5, np.nan]),
@@ -272,7 +272,7 @@ def test_capacity_helpers_reject_bad_grids_rates_and_levels(grid, rate, level, d
     finite_or_raises(B.capacity_threshold, [2, 4], [np.nan, np.nan])
 
 
-@covers("bwdam.paired_sign_test")
+@covers("bwdam.evaluation.paired_sign_test")
 @FAST
 @given(n=st.integers(1, 6), vals=st.sampled_from([np.array([0.5, 1.0]), np.array([2, 0]), np.array(["a", "b"])]))
 def test_paired_sign_test_rejects_shapes_non_booleans_and_empty(n, vals):
@@ -281,7 +281,8 @@ def test_paired_sign_test_rejects_shapes_non_booleans_and_empty(n, vals):
     rejects(B.paired_sign_test, np.zeros(0, bool), np.zeros(0, bool), match="empty")
 
 
-@covers("bwdam.stream", "bwdam.retrieval_dynamics", "bwdam.shared_mean_retrieval", "bwdam.digits_retrieval")
+@covers("bwdam.experiments.stream", "bwdam.experiments.retrieval_dynamics", "bwdam.experiments.shared_mean_retrieval",
+        "bwdam.experiments.digits_retrieval")
 def test_experiment_loops_reject_bad_sizes_and_keys():
     rejects(B.stream)
     rejects(B.stream, -1)
