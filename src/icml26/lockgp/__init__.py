@@ -31,8 +31,8 @@ Modules
     :func:`evaluate` (the paper's four metrics) and :func:`learning_curve` (metric
     against training-set size).
 
-Submodules import downward only (``substitution`` -> ``encoding`` -> ``kernels`` ->
-``models`` -> ``landscapes`` -> ``evaluation``); every public name is re-exported here:
+Each submodule imports only those listed above it (and the private ``_checks``); every
+public name is re-exported here:
 ``from icml26 import lockgp; lockgp.build_kernel``.
 
 Tensor shapes: ``N``, ``M`` numbers of sequences, ``L`` positions, ``A`` alphabet size
