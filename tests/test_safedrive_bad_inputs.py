@@ -17,7 +17,7 @@ FAST = settings(max_examples=20, deadline=None, derandomize=True)
 C = sd.RoadConfig()
 Y = C.lane_centres()[1]
 
-exempt("safedrive.PlannerLike", "a typing Protocol describing the plug-in interface; plan_collisions checks what a planner returns")
+exempt("safedrive.planner.PlannerLike", "a typing Protocol describing the plug-in interface; plan_collisions checks what a planner returns")
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def overlapping():
 # ----------------------------------------------------------------------------- the issue's case
 
 
-@covers("safedrive.rollout_traffic", "safedrive.rollout_traffic_loop", "safedrive.check_no_overlap")
+@covers("safedrive.traffic.rollout_traffic", "safedrive.traffic.rollout_traffic_loop", "safedrive.road.check_no_overlap")
 def test_overlapping_vehicles_at_t0_are_rejected_by_name():
     s0, pr, v0 = overlapping()
     for f in (sd.rollout_traffic, sd.rollout_traffic_loop):
@@ -55,7 +55,7 @@ def test_an_absent_slot_may_sit_anywhere():
     sd.rollout_traffic(s0, pr, v0, 5)  # no error: slot 1 is not a vehicle
 
 
-@covers("safedrive.rollout_traffic", "safedrive.rollout_traffic_loop")
+@covers("safedrive.traffic.rollout_traffic", "safedrive.traffic.rollout_traffic_loop")
 def test_bad_initial_scenes():
     s0, pr, v0 = overlapping()
     rejects(sd.rollout_traffic, s0[0], pr, v0, 5, match="shape")
@@ -73,14 +73,14 @@ def test_bad_initial_scenes():
 # ----------------------------------------------------------------------------- dynamics and geometry
 
 
-@covers("safedrive.bicycle_step")
+@covers("safedrive.road.bicycle_step")
 def test_bicycle_bad_input():
     rejects(sd.bicycle_step, np.zeros(3), np.zeros(2), 0.1, 2.7, match="state must end in 4")
     rejects(sd.bicycle_step, np.zeros(4), np.zeros(2), 0.0, 2.7, match="dt")
     rejects(sd.bicycle_step, torch.zeros(4), torch.zeros(2), 0.1, -1.0, match="wheelbase")
 
 
-@covers("safedrive.idm_accel", "safedrive.idm_equilibrium_gap")
+@covers("safedrive.road.idm_accel", "safedrive.road.idm_equilibrium_gap")
 def test_idm_bad_input():
     rejects(sd.idm_accel, 10.0, 10.0, 0.0, 15.0, match="gap")
     rejects(sd.idm_accel, 10.0, 10.0, np.nan, 15.0, match="gap")
@@ -91,7 +91,7 @@ def test_idm_bad_input():
     rejects(sd.idm_equilibrium_gap, 5.0, 0.0, match="v0")
 
 
-@covers("safedrive.RoadConfig")
+@covers("safedrive.road.RoadConfig")
 def test_road_config_bad_input():
     rejects(sd.RoadConfig, n_lanes=0, match="n_lanes")
     rejects(sd.RoadConfig, lane_width=-3.5, match="lane_width")
@@ -99,7 +99,7 @@ def test_road_config_bad_input():
     rejects(sd.RoadConfig, dt=float("nan"), match="dt")
 
 
-@covers("safedrive.box_corners", "safedrive.boxes_overlap", "safedrive.box_distance")
+@covers("safedrive.road.box_corners", "safedrive.road.boxes_overlap", "safedrive.road.box_distance")
 def test_box_bad_shapes():
     rejects(sd.box_corners, np.zeros(4), match=r"\(\.\.\., 5\)")
     rejects(sd.boxes_overlap, np.zeros(5), np.zeros(3), match=r"\(\.\.\., 5\)")
@@ -109,7 +109,7 @@ def test_box_bad_shapes():
 # ----------------------------------------------------------------------------- scenes, views, planner
 
 
-@covers("safedrive.sample_initial_scenes", "safedrive.benign_scenes")
+@covers("safedrive.traffic.sample_initial_scenes", "safedrive.traffic.benign_scenes")
 def test_scene_sampling_bad_input():
     rejects(sd.sample_initial_scenes, 0, match="n_scenes")
     rejects(sd.sample_initial_scenes, 2, n_agents=(5, 3), match="n_agents")
@@ -118,7 +118,7 @@ def test_scene_sampling_bad_input():
     rejects(sd.benign_scenes, -1, match="n_scenes")
 
 
-@covers("safedrive.SceneBatch")
+@covers("safedrive.road.SceneBatch")
 def test_scene_batch_bad_input(scenes):
     rejects(sd.SceneBatch, scenes.states[0], scenes.controls, scenes.present, scenes.v0, match="states")
     rejects(sd.SceneBatch, scenes.states, scenes.controls[:, :-1], scenes.present, scenes.v0, match="controls")
@@ -126,7 +126,7 @@ def test_scene_batch_bad_input(scenes):
     rejects(sd.SceneBatch, scenes.states, scenes.controls, scenes.present, scenes.v0, "config", match="RoadConfig")
 
 
-@covers("safedrive.render_views", "safedrive.waypoint_targets", "safedrive.planner_samples")
+@covers("safedrive.planner.render_views", "safedrive.planner.waypoint_targets", "safedrive.planner.planner_samples")
 def test_views_and_targets_bad_frames(scenes):
     rejects(sd.render_views, scenes, np.array([[2]] * 3), match="lag")
     rejects(sd.render_views, scenes, np.array([5, 6, 7]), match="shape")
@@ -135,14 +135,14 @@ def test_views_and_targets_bad_frames(scenes):
     rejects(sd.planner_samples, scenes, np.array([[5]] * 3), res=0, match="res")
 
 
-@covers("safedrive.track_waypoints")
+@covers("safedrive.planner.track_waypoints")
 def test_tracking_bad_input():
     rejects(sd.track_waypoints, np.zeros((2, 4)), np.zeros((3, 4, 2)), match="B, K, 2")
     rejects(sd.track_waypoints, np.zeros((1, 4)), np.full((1, 4, 2), np.nan), match="finite")
     rejects(sd.track_waypoints, np.zeros((1, 4)), np.zeros((1, 4, 2)), steps=0, match="steps")
 
 
-@covers("safedrive.BCPlanner", "safedrive.plan_collisions", "safedrive.finetune_planner")
+@covers("safedrive.planner.BCPlanner", "safedrive.planner.plan_collisions", "safedrive.planner.finetune_planner")
 def test_planner_bad_input(scenes):
     rejects(sd.BCPlanner, hidden=0, match="hidden")
     p = sd.BCPlanner(hidden=8, random_state=0)
@@ -165,7 +165,7 @@ def test_planner_bad_input(scenes):
 # ----------------------------------------------------------------------------- stage A and B
 
 
-@covers("safedrive.attack_adversary", "safedrive.evade_ego", "safedrive.attack_labels")
+@covers("safedrive.scenarios.attack_adversary", "safedrive.scenarios.evade_ego", "safedrive.scenarios.attack_labels")
 def test_attack_and_evasion_bad_slots(scenes):
     rejects(sd.attack_adversary, scenes, np.array([0]), np.array([0]), match="slot >= 1")
     rejects(sd.attack_adversary, scenes, np.array([5]), np.array([1]), match="scene_idx")
@@ -177,7 +177,7 @@ def test_attack_and_evasion_bad_slots(scenes):
     rejects(sd.attack_labels, scenes, near_miss=0.0, iters=1, match="near_miss")
 
 
-@covers("safedrive.evade_ego_receding", "safedrive.predict_constant_velocity")
+@covers("safedrive.scenarios.evade_ego_receding", "safedrive.scenarios.predict_constant_velocity")
 def test_receding_evasion_and_prediction_bad_input(scenes):
     one, adv = np.array([0]), np.array([1])
     at = scenes.states[:1, :, 1]
@@ -193,7 +193,7 @@ def test_receding_evasion_and_prediction_bad_input(scenes):
     rejects(sd.predict_constant_velocity, np.zeros((2, 4)), 5, dt=0.0, match="dt")
 
 
-@covers("safedrive.binary_labels", "safedrive.collision_rates", "safedrive.run_replicate")
+@covers("safedrive.experiment.binary_labels", "safedrive.experiment.collision_rates", "safedrive.experiment.run_replicate")
 def test_experiment_helpers_bad_input(scenes):
     rejects(sd.binary_labels, np.zeros(4), match="shape")
     rejects(sd.binary_labels, np.zeros((3, 1)), match="slots >= 2")
@@ -203,13 +203,13 @@ def test_experiment_helpers_bad_input(scenes):
         sd.run_replicate(0, {"horizon": 20}, baseline=None, train_frames=np.arange(5), eval_frames=np.array([5]))
 
 
-@covers("safedrive.graded_rewards")
+@covers("safedrive.scenarios.graded_rewards")
 def test_graded_rewards_bad_input():
     rejects(sd.graded_rewards, np.zeros(2), np.zeros(3), np.zeros(2), np.zeros(2, bool), 40, match="one length")
     rejects(sd.graded_rewards, np.zeros(2), np.zeros(2), np.zeros(2), np.zeros(2, bool), 40, near_miss=-1.0, match="near_miss")
 
 
-@covers("safedrive.make_scenarios")
+@covers("safedrive.scenarios.make_scenarios")
 def test_make_scenarios_bad_input(scenes):
     ch = np.zeros(3, dtype=int)
     rejects(sd.make_scenarios, scenes, ch[:2], match="choice")
@@ -219,13 +219,13 @@ def test_make_scenarios_bad_input(scenes):
     rejects(sd.make_scenarios, scenes, ch, evasion="closed", match="evasion='closed'")
 
 
-@covers("safedrive.candidate_features", "safedrive.select_closest", "safedrive.select_random")
+@covers("safedrive.selector.candidate_features", "safedrive.selector.select_closest", "safedrive.selector.select_random")
 def test_selection_bad_input():
     for f in (sd.candidate_features, sd.select_closest, sd.select_random):
         rejects(f, np.zeros((2, 41, 9, 4)), match="SceneBatch")
 
 
-@covers("safedrive.SelectorPolicy", "safedrive.train_selector", "safedrive.select_with")
+@covers("safedrive.selector.SelectorPolicy", "safedrive.selector.train_selector", "safedrive.selector.select_with")
 def test_selector_bad_input(scenes):
     rejects(sd.SelectorPolicy, hidden=-1, match="hidden")
     pol = sd.SelectorPolicy(hidden=4, random_state=0)
@@ -239,7 +239,7 @@ def test_selector_bad_input(scenes):
     rejects(sd.select_with, lambda f, m: np.full(len(f), 8), scenes, match="not an allowed choice")
 
 
-@covers("safedrive.grpo_loss")
+@covers("safedrive.selector.grpo_loss")
 def test_grpo_loss_bad_input():
     z = torch.zeros(2, 3)
     rejects(sd.grpo_loss, z, z, z, torch.zeros(2, 4), match="share a shape")
@@ -248,7 +248,7 @@ def test_grpo_loss_bad_input():
     rejects(sd.grpo_loss, z, z, z, z, beta=-0.1, match="beta")
 
 
-@covers("safedrive.concat_scenes")
+@covers("safedrive.road.concat_scenes")
 def test_concat_scenes_bad_input(scenes):
     rejects(sd.concat_scenes, match="at least one")
     rejects(sd.concat_scenes, scenes, "more", match=r"batches\[1\] must be a SceneBatch")
@@ -259,7 +259,7 @@ def test_concat_scenes_bad_input(scenes):
 # ----------------------------------------------------------------------------- silent answers (issue 22)
 
 
-@covers("safedrive.sample_initial_scenes", "safedrive.benign_scenes")
+@covers("safedrive.traffic.sample_initial_scenes", "safedrive.traffic.benign_scenes")
 def test_scene_sampling_never_places_fewer_agents_than_asked():
     # (40, 50) used to place 19-20 agents in each scene without a word
     rejects(sd.sample_initial_scenes, 2, n_agents=(40, 50), random_state=0, match=r"could place only \d+ of the \d+ agents")
@@ -270,7 +270,7 @@ def test_scene_sampling_never_places_fewer_agents_than_asked():
     assert (pr[:, 1:].sum(1) >= 4).all()
 
 
-@covers("safedrive.idm_accel")
+@covers("safedrive.road.idm_accel")
 def test_idm_rejects_nan_and_negative_speeds():
     rejects(sd.idm_accel, np.nan, 10.0, 5.0, 15.0, match=r"v \(a speed\)")
     rejects(sd.idm_accel, -3.0, 10.0, 5.0, 15.0, match=r"v \(a speed\).*>= 0")
@@ -279,14 +279,14 @@ def test_idm_rejects_nan_and_negative_speeds():
     assert np.isfinite(sd.idm_accel(0.0, 0.0, np.inf, 15.0))
 
 
-@covers("safedrive.bicycle_step")
+@covers("safedrive.road.bicycle_step")
 def test_bicycle_rejects_a_nan_state_or_control():
     rejects(sd.bicycle_step, np.array([0.0, np.nan, 0.0, 10.0]), np.zeros(2), 0.1, 2.7, match="state holds NaN")
     rejects(sd.bicycle_step, torch.tensor([0.0, 0.0, 0.0, float("nan")]), torch.zeros(2), 0.1, 2.7, match="state holds NaN")
     rejects(sd.bicycle_step, np.zeros(4), np.array([np.inf, 0.0]), 0.1, 2.7, match="control holds NaN")
 
 
-@covers("safedrive.box_corners", "safedrive.boxes_overlap", "safedrive.box_distance")
+@covers("safedrive.road.box_corners", "safedrive.road.boxes_overlap", "safedrive.road.box_distance")
 def test_boxes_reject_negative_sizes_and_nan():
     good = np.array([0.0, 0.0, 0.0, 4.5, 1.8])
     neg = np.array([10.0, 0.0, 0.0, -4.5, 1.8])
@@ -298,7 +298,7 @@ def test_boxes_reject_negative_sizes_and_nan():
     assert sd.box_distance(good, np.array([10.0, 0.0, 0.0, 4.5, 1.8])) == pytest.approx(5.5)
 
 
-@covers("safedrive.grpo_loss")
+@covers("safedrive.selector.grpo_loss")
 def test_grpo_loss_rejects_nan_rewards_and_positive_log_probs():
     z = torch.full((2, 3), -1.0)
     rejects(sd.grpo_loss, z, z, z, torch.tensor([[1.0, float("nan"), 0.0], [0.0, 1.0, 0.5]]), match="rewards holds NaN")
@@ -308,7 +308,7 @@ def test_grpo_loss_rejects_nan_rewards_and_positive_log_probs():
     assert torch.isfinite(sd.grpo_loss(torch.zeros(2, 3), z, z, torch.rand(2, 3)))
 
 
-@covers("safedrive.graded_rewards")
+@covers("safedrive.scenarios.graded_rewards")
 def test_graded_rewards_reject_a_bad_horizon_and_nan_distances():
     d, t, f, off = np.array([1.0, 3.0]), np.array([2, 41]), np.array([41, 41]), np.zeros(2, bool)
     rejects(sd.graded_rewards, d, t, f, off, 0, match="horizon")
