@@ -24,7 +24,9 @@ kernelspec:
 # Toy
 """
 
-GOOD = HEADER + """
+GOOD = (
+    HEADER
+    + """
 The identity $1 = 1$ holds, and so does
 
 $$
@@ -47,8 +49,11 @@ claims = [chapter.Claim(id="one", claim="one is one", kind="paper", paper="1", o
 chapter.record_claims("01-toy", claims, scale=scale, seed=seed)
 ```
 """
+)
 
-BAD = HEADER + """
+BAD = (
+    HEADER
+    + """
 ```{code-cell} ipython3
 :tags: [parameters]
 
@@ -64,6 +69,7 @@ x = 1
 raise ValueError("boom in the third cell")
 ```
 """
+)
 
 
 TOC = """format: jb-book
@@ -102,7 +108,6 @@ def toy(tmp_path):
     for tool in ("runner", "site", "cli", "sync"):
         (pkg / "book" / f"{tool}.py").write_text("T = 1\n")
     return Book(root)
-
 
 
 # --------------------------------------------------------------------------------------

@@ -17,7 +17,9 @@ def undocumented(modname: str) -> list[str]:
             items = [(name, obj, ("Parameters", "Returns", "References"))]
         elif inspect.isclass(obj):
             items = [(name, obj, ("Parameters", "References"))]
-            items += [(f"{name}.{m}", f, ("Returns",)) for m, f in vars(obj).items() if not m.startswith("_") and inspect.isfunction(f)]
+            items += [
+                (f"{name}.{m}", f, ("Returns",)) for m, f in vars(obj).items() if not m.startswith("_") and inspect.isfunction(f)
+            ]
         else:
             continue
         out += [f"{label}: {sec}" for label, o, secs in items for sec in secs if f"{sec}\n---" not in (inspect.getdoc(o) or "")]

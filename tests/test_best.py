@@ -64,16 +64,18 @@ def test_closure_never_raises_a_score():
 def test_weight_matrices_match_the_formulas():
     t, s = 1.3, 1.7
     np.testing.assert_allclose(weight_matrix("comb", tau=t, sigma=s), [[t**i * s**j for j in range(3)] for i in range(3)])
-    np.testing.assert_allclose(weight_matrix("time", tau=t, sigma=s), [[t**i if j == 0 else 0 for j in range(3)] for i in range(3)])
-    np.testing.assert_allclose(weight_matrix("space", tau=t, sigma=s), [[s**j if i == 0 else 0 for j in range(3)] for i in range(3)])
+    np.testing.assert_allclose(
+        weight_matrix("time", tau=t, sigma=s), [[t**i if j == 0 else 0 for j in range(3)] for i in range(3)]
+    )
+    np.testing.assert_allclose(
+        weight_matrix("space", tau=t, sigma=s), [[s**j if i == 0 else 0 for j in range(3)] for i in range(3)]
+    )
 
 
 def test_dual_by_hand():
     # two generations; generation 0 passes the whole first row and scale 2 at level 0,
     # generation 1 passes everything except (0, 1) -> closure removes its row 0 tail and column 1, 2
-    P = np.array(
-        [[[1, 1, 1], [1, 0, 0], [0, 1, 1]],
-         [[1, 0, 1], [1, 1, 1], [1, 1, 1]]], dtype=bool)
+    P = np.array([[[1, 1, 1], [1, 0, 0], [0, 1, 1]], [[1, 0, 1], [1, 1, 1], [1, 1, 1]]], dtype=bool)
     # closed: g0 = [[1,1,1],[1,0,0],[0,0,0]], g1 = [[1,0,0],[1,0,0],[1,0,0]]
     A = np.array([[1, 0.5, 0.5], [1, 0, 0], [0.5, 0, 0]])
     np.testing.assert_allclose(subtask_pass_rate(P), A)
@@ -171,13 +173,20 @@ def _toy_task(time_limit_ms: float = 40.0) -> Task:
     )
     hungry = "class Solution:\n    def solve(self, a):\n        c = [x * 1000003 for x in a] * 4\n        return sum(a)\n"
     return Task(
-        name="toy_sum", title="Toy sum", category="toy", difficulty="easy",
+        name="toy_sum",
+        title="Toy sum",
+        category="toy",
+        difficulty="easy",
         statement="Sum of `a` (len <= @data). Time limit: @time_limit ms. Memory limit: @memory_limit KB.",
         signature="class Solution:\n    def solve(self, a): ...",
-        scales=(10, 100, 20_000), time_limit_ms=time_limit_ms,
+        scales=(10, 100, 20_000),
+        time_limit_ms=time_limit_ms,
         memory_kb=((4096.0, 64.0, 16.0),) * 3,
-        make_input=make_input, reference=lambda a: int(sum(a)),
-        standards={"fast": fast}, candidates={"slow": slow, "hungry": hungry}, cases_per_scale=2,
+        make_input=make_input,
+        reference=lambda a: int(sum(a)),
+        standards={"fast": fast},
+        candidates={"slow": slow, "hungry": hungry},
+        cases_per_scale=2,
     )
 
 
@@ -329,7 +338,6 @@ def test_standard_solutions_score_dual_one_through_the_whole_pipeline():
     res = evaluate_model(oracle_answer_fn(h, tasks), tasks, harness=h, n_generations=2)
     for key in ("dual1_time", "dual1_space", "dual1_comb", "dual10_comb", "pass1"):
         assert res[key] == pytest.approx(1.0), key
-
 
 
 @pytest.mark.parametrize("module", ["metric", "harness", "tasks", "scoring"])

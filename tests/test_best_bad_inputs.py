@@ -31,7 +31,12 @@ CODE = "class Solution:\n    def solve(self, a, target):\n        return 0\n"
 # ----------------------------------------------------------------------------- metric
 
 
-@covers("best.metric.monotone_closure", "best.metric.closure_loop_reference", "best.metric.subtask_pass_rate", "best.metric.feasible_set")
+@covers(
+    "best.metric.monotone_closure",
+    "best.metric.closure_loop_reference",
+    "best.metric.subtask_pass_rate",
+    "best.metric.feasible_set",
+)
 @FAST
 @given(P=arrays(float, (2, 3, 3), elements=st.sampled_from([0.0, 1.0, 0.5, np.nan, 2.0])))
 def test_pass_matrices_must_be_binary_and_three_dimensional(P):
@@ -223,7 +228,9 @@ def test_scoring_rejects_bad_weights_ks_and_missing_programs(tau, k):
 @FAST
 @given(p=bad_floats, junk=not_numbers)
 def test_stand_in_models_reject_bad_profiles_and_prompts(p, junk):
-    rejects(sc.ProfileModel, [{"brute": p, "buggy": 1.0 - p}] if p != 0 else [{"brute": p}], [TASK], match="sum to 1|non-negative")
+    rejects(
+        sc.ProfileModel, [{"brute": p, "buggy": 1.0 - p}] if p != 0 else [{"brute": p}], [TASK], match="sum to 1|non-negative"
+    )
     rejects(sc.ProfileModel, [{"telepathic": 1.0}], [TASK], match="unknown candidate")
     rejects(sc.ProfileModel, [], [TASK], match="non-empty")
     rejects(sc.ProfileModel, {"brute": 1.0}, [TASK], match="list")

@@ -64,7 +64,7 @@ def test_every_torch_chapter_takes_a_device_parameter():
     for path in TORCH_CHAPTERS:
         text = path.read_text()
         params = text.split(":tags: [parameters]", 1)[1].split("```", 1)[0]
-        assert re.search(r'^device = "auto"', params, re.M), f"{path.parent.name}: no device = \"auto\" in its parameters cell"
+        assert re.search(r'^device = "auto"', params, re.M), f'{path.parent.name}: no device = "auto" in its parameters cell'
         assert re.search(r"chapter\.setup\([^)]*device=device", text), f"{path.parent.name}: setup does not get the device"
 
 
@@ -91,7 +91,13 @@ def test_a_torch_chapter_fails_clearly_for_cuda_without_a_gpu(tmp_path, monkeypa
     path = next(p for p in TORCH_CHAPTERS if p.parent.name.startswith("14"))
     nb = jupytext.read(path)
     with pytest.raises(PapermillExecutionError) as exc:
-        papermill.execute_notebook(nb, str(tmp_path / "out.ipynb"), parameters={"scale": "ci", "seed": 0, "device": "cuda"},
-                                   cwd=str(path.parent), kernel_name="python3", progress_bar=False)
+        papermill.execute_notebook(
+            nb,
+            str(tmp_path / "out.ipynb"),
+            parameters={"scale": "ci", "seed": 0, "device": "cuda"},
+            cwd=str(path.parent),
+            kernel_name="python3",
+            progress_bar=False,
+        )
     assert exc.value.ename == "ValueError" and "device='cuda' was asked for, but torch sees no CUDA GPU" in exc.value.evalue
     assert not (tmp_path / "results").exists()  # it stopped before recording anything

@@ -75,8 +75,17 @@ def test_interpolation_endpoints_and_audio_from_a2v():
 
 
 def test_recipe_and_scores_run(clips):
-    out = O.decoupled_then_joint(lambda: TinyDiT(CFG, random_state=0), clips, clips, clips, stage_steps=2, joint_steps=2,
-                                 lams=(0.3, 0.5), batch_size=2, pick_by=clips.take(slice(0, 4)))
+    out = O.decoupled_then_joint(
+        lambda: TinyDiT(CFG, random_state=0),
+        clips,
+        clips,
+        clips,
+        stage_steps=2,
+        joint_steps=2,
+        lams=(0.3, 0.5),
+        batch_size=2,
+        pick_by=clips.take(slice(0, 4)),
+    )
     assert set(out["val"]) == {0.3, 0.5} and len(out["models"]) == 1
     m = next(iter(out["models"].values()))
     s = O.score_hoi(m, clips.take(slice(0, 3)), "RA2V", steps=2)
@@ -99,9 +108,15 @@ def test_bad_sync_input(kind):
         rejects(O.mouth_sync, e, e, max_lag=7)
 
 
-@covers("omnishow.reference_colour_error", "omnishow.pose_keypoint_error", "omnishow.score_hoi",
-        "omnishow.heldout_velocity_loss", "omnishow.task_conditions", "omnishow.task_batches",
-        "omnishow.mixture_batches")
+@covers(
+    "omnishow.reference_colour_error",
+    "omnishow.pose_keypoint_error",
+    "omnishow.score_hoi",
+    "omnishow.heldout_velocity_loss",
+    "omnishow.task_conditions",
+    "omnishow.task_batches",
+    "omnishow.mixture_batches",
+)
 def test_bad_metric_and_task_input(clips):
     rejects(O.reference_colour_error, np.zeros((12, 4, 8, 16, 16)), clips)
     rejects(O.reference_colour_error, clips.video[:3], clips)
@@ -159,19 +174,57 @@ def test_ablation_variants_do_not_share_random_streams(clips):
     assert both["shuffled"] == alone["shuffled"] and len(both["rows"]) == 4
 
 
-@covers("omnishow.n_parameters", "omnishow.matched_mlp_ratio", "omnishow.shuffled_audio",
-        "omnishow.conditioning_ablation", "omnishow.training_recipes")
+@covers(
+    "omnishow.n_parameters",
+    "omnishow.matched_mlp_ratio",
+    "omnishow.shuffled_audio",
+    "omnishow.conditioning_ablation",
+    "omnishow.training_recipes",
+)
 def test_bad_experiment_input(clips):
     rejects(O.n_parameters, "cfg")
     rejects(O.matched_mlp_ratio, CFG, "cfg")
-    rejects(O.matched_mlp_ratio, DiTConfig(patch=4, dim=16, depth=1, heads=2, refs="cross", audio="glca"),
-            DiTConfig(patch=4, dim=16, depth=1, heads=2))
+    rejects(
+        O.matched_mlp_ratio,
+        DiTConfig(patch=4, dim=16, depth=1, heads=2, refs="cross", audio="glca"),
+        DiTConfig(patch=4, dim=16, depth=1, heads=2),
+    )
     rejects(O.shuffled_audio, 3)
     kw = dict(model=dict(patch=4, dim=16, depth=1, heads=2), steps=1, lr=1e-3, batch_size=2, euler=1)
     rejects(O.conditioning_ablation, {}, clips, clips, [0], **kw)
     rejects(O.conditioning_ablation, {"a": {}}, clips, clips, [0], shuffled="b", **kw)
     rejects(O.conditioning_ablation, {"a": {}}, clips, "clips", [0], **kw)
-    rejects(O.training_recipes, [0], "clips", model={}, frames=4, size=16, n_plenty=2, n_scarce=2, pre_steps=1,
-            stage_steps=1, joint_steps=1, lams=[0.5], batch_size=2, lr=1e-3, euler=1)
-    rejects(O.training_recipes, [0], clips, model={}, frames=4, size=16, n_plenty=2, n_scarce=2, pre_steps=1,
-            stage_steps=-1, joint_steps=1, lams=[0.5], batch_size=2, lr=1e-3, euler=1)
+    rejects(
+        O.training_recipes,
+        [0],
+        "clips",
+        model={},
+        frames=4,
+        size=16,
+        n_plenty=2,
+        n_scarce=2,
+        pre_steps=1,
+        stage_steps=1,
+        joint_steps=1,
+        lams=[0.5],
+        batch_size=2,
+        lr=1e-3,
+        euler=1,
+    )
+    rejects(
+        O.training_recipes,
+        [0],
+        clips,
+        model={},
+        frames=4,
+        size=16,
+        n_plenty=2,
+        n_scarce=2,
+        pre_steps=1,
+        stage_steps=-1,
+        joint_steps=1,
+        lams=[0.5],
+        batch_size=2,
+        lr=1e-3,
+        euler=1,
+    )

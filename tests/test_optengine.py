@@ -88,9 +88,7 @@ def test_knapsack_matches_enumeration():
 def test_tsp_matches_enumeration():
     for inst in oe.generate("TSP", 7, 2, random_state=5):
         D = oe.TSP.dist(np.asarray(inst.params["xy"], float))
-        best = min(
-            D[np.r_[0, perm], np.r_[perm, 0]].sum() for perm in map(np.array, itertools.permutations(range(1, 7)))
-        )
+        best = min(D[np.r_[0, perm], np.r_[perm, 0]].sum() for perm in map(np.array, itertools.permutations(range(1, 7))))
         assert inst.answer == pytest.approx(best, abs=1e-5)
 
 
@@ -462,9 +460,20 @@ def test_builder_models_equal_scipy_built_ones(name, monkeypatch):
 def _highs_lp(h):
     lp_ = h.getLp()
     a = lp_.a_matrix_
-    return (lp_.sense_, lp_.offset_, list(lp_.col_cost_), list(lp_.col_lower_), list(lp_.col_upper_),
-            list(lp_.row_lower_), list(lp_.row_upper_), a.format_, list(a.start_), list(a.index_), list(a.value_),
-            [int(t) for t in lp_.integrality_])
+    return (
+        lp_.sense_,
+        lp_.offset_,
+        list(lp_.col_cost_),
+        list(lp_.col_lower_),
+        list(lp_.col_upper_),
+        list(lp_.row_lower_),
+        list(lp_.row_upper_),
+        a.format_,
+        list(a.start_),
+        list(a.index_),
+        list(a.value_),
+        [int(t) for t in lp_.integrality_],
+    )
 
 
 @pytest.mark.parametrize("name", ["Knapsack", "TSP", "BinPacking", "JobShop"])
@@ -503,8 +512,14 @@ def test_array_hand_over_equals_highslp_one(name, small_instances):
         runs.append(_highs_lp(h))
         h.run()
         info = h.getInfo()
-        runs.append((info.objective_function_value, info.mip_node_count, info.simplex_iteration_count,
-                     np.asarray(h.getSolution().col_value).tobytes()))
+        runs.append(
+            (
+                info.objective_function_value,
+                info.mip_node_count,
+                info.simplex_iteration_count,
+                np.asarray(h.getSolution().col_value).tobytes(),
+            )
+        )
     assert runs[0] == runs[2] and runs[1] == runs[3]
 
 

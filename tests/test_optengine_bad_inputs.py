@@ -26,11 +26,15 @@ FAST = settings(max_examples=20, deadline=None, derandomize=True)
 
 not_finite = st.sampled_from([float("nan"), float("inf"), -float("inf")])
 non_positive = st.one_of(st.floats(max_value=0.0, allow_nan=False), not_finite)
-bad_prob = st.one_of(st.floats(max_value=-1e-9, allow_nan=False, allow_infinity=False),
-                     st.floats(min_value=1.0 + 1e-9, allow_nan=False), st.just(float("nan")))
+bad_prob = st.one_of(
+    st.floats(max_value=-1e-9, allow_nan=False, allow_infinity=False),
+    st.floats(min_value=1.0 + 1e-9, allow_nan=False),
+    st.just(float("nan")),
+)
 wrong_type = st.sampled_from([None, "abc", [1, 2], {"a": 1}, object(), b"x", (1,)])
-bad_random_state = st.one_of(st.integers(max_value=-1), st.integers(min_value=2**32),
-                             st.floats(allow_nan=True), st.sampled_from(["0", True, [1]]))
+bad_random_state = st.one_of(
+    st.integers(max_value=-1), st.integers(min_value=2**32), st.floats(allow_nan=True), st.sampled_from(["0", True, [1]])
+)
 CLASS_NAMES = list(oe.CLASSES)
 
 
@@ -40,7 +44,9 @@ def knap():
 
 
 def _model(n=2):
-    return lp.LinearModel(np.zeros(n), sp.csr_matrix((0, n)), np.zeros(0), np.zeros(0), np.zeros(n), np.ones(n), np.zeros(n, bool))
+    return lp.LinearModel(
+        np.zeros(n), sp.csr_matrix((0, n)), np.zeros(0), np.zeros(0), np.zeros(n), np.ones(n), np.zeros(n, bool)
+    )
 
 
 # ------------------------------------------------------------------------------------ lp
@@ -51,9 +57,15 @@ def test_linear_model_rejects_bad_shapes_sense_and_nan(n, k, sense):
     z = np.zeros(n)
     rejects(lp.LinearModel, z, sp.csr_matrix((0, n + k)), np.zeros(0), np.zeros(0), z, z, np.zeros(n, bool), match="dimensions")
     rejects(lp.LinearModel, z, sp.csr_matrix((0, n)), np.zeros(0), np.zeros(0), z, np.zeros(n + abs(k)), np.zeros(n, bool))
-    rejects(lp.LinearModel, z, sp.csr_matrix((0, n)), np.zeros(0), np.zeros(0), z, z, np.zeros(n, bool), sense=sense, match="sense")
-    rejects(lp.LinearModel, np.full(n, np.nan), sp.csr_matrix((0, n)), np.zeros(0), np.zeros(0), z, z, np.zeros(n, bool), match="NaN")
-    rejects(lp.LinearModel, list(z), sp.csr_matrix((0, n)), np.zeros(0), np.zeros(0), z, z, np.zeros(n, bool), match="numpy array")
+    rejects(
+        lp.LinearModel, z, sp.csr_matrix((0, n)), np.zeros(0), np.zeros(0), z, z, np.zeros(n, bool), sense=sense, match="sense"
+    )
+    rejects(
+        lp.LinearModel, np.full(n, np.nan), sp.csr_matrix((0, n)), np.zeros(0), np.zeros(0), z, z, np.zeros(n, bool), match="NaN"
+    )
+    rejects(
+        lp.LinearModel, list(z), sp.csr_matrix((0, n)), np.zeros(0), np.zeros(0), z, z, np.zeros(n, bool), match="numpy array"
+    )
     rejects(lp.LinearModel, z, np.zeros((0, n)), np.zeros(0), np.zeros(0), z, z, np.zeros(n, bool), match="sparse")
     rejects(_model(n).objective, np.zeros(n + abs(k)), match="shape")
     rejects(_model(n).is_feasible, np.zeros(n + abs(k)), match="shape")
@@ -138,15 +150,25 @@ exempt("optengine.text.InstanceError", "an exception type (a ValueError): it tak
 
 # ------------------------------------------------------------------------------ problems
 @covers(
-    "optengine.problems.base.ProblemClass", "optengine.problems.knapsack.Knapsack", "optengine.problems.tsp.TSP",
-    "optengine.problems.binpacking.BinPacking", "optengine.problems.jobshop.JobShop",
-    "optengine.problems.inventory.Inventory", "optengine.problems.portfolio.Portfolio",
-    "optengine.problems.networkflow.NetworkFlow", "optengine.problems.networkflow.Transportation",
-    "optengine.problems.production.Production", "optengine.problems.pollution.Pollution",
+    "optengine.problems.base.ProblemClass",
+    "optengine.problems.knapsack.Knapsack",
+    "optengine.problems.tsp.TSP",
+    "optengine.problems.binpacking.BinPacking",
+    "optengine.problems.jobshop.JobShop",
+    "optengine.problems.inventory.Inventory",
+    "optengine.problems.portfolio.Portfolio",
+    "optengine.problems.networkflow.NetworkFlow",
+    "optengine.problems.networkflow.Transportation",
+    "optengine.problems.production.Production",
+    "optengine.problems.pollution.Pollution",
 )
 @FAST
-@given(name=st.sampled_from(CLASS_NAMES), delta=st.integers(1, 50), rs=bad_random_state,
-       style=st.one_of(st.integers().filter(lambda s: s not in (0, 1, 2)), st.sampled_from([True, 0.5, "0", None])))
+@given(
+    name=st.sampled_from(CLASS_NAMES),
+    delta=st.integers(1, 50),
+    rs=bad_random_state,
+    style=st.one_of(st.integers().filter(lambda s: s not in (0, 1, 2)), st.sampled_from([True, 0.5, "0", None])),
+)
 def test_every_class_rejects_bad_sizes_random_states_styles_and_text(name, delta, rs, style):
     cls = oe.CLASSES[name]
     lo, hi = cls.size_range
@@ -210,8 +232,12 @@ def test_least_cost_method_rejects_mismatched_shapes_nan_and_negatives(n, m, x):
 # ----------------------------------------------------------------------------- instances
 @covers("optengine.instances.generate")
 @FAST
-@given(name=st.sampled_from(CLASS_NAMES), n=st.one_of(st.integers(max_value=0), st.sampled_from([1.0, True, "2"])),
-       rs=bad_random_state, tries=st.integers(max_value=0))
+@given(
+    name=st.sampled_from(CLASS_NAMES),
+    n=st.one_of(st.integers(max_value=0), st.sampled_from([1.0, True, "2"])),
+    rs=bad_random_state,
+    tries=st.integers(max_value=0),
+)
 def test_generate_rejects_bad_counts_random_states_and_tries(name, n, rs, tries):
     lo = oe.CLASSES[name].size_range[0]
     rejects(instances.generate, name, lo, n, match="n=")
@@ -258,8 +284,12 @@ def test_instance_from_text_rejects_unreadable_text(knap, junk, bad):
 # ------------------------------------------------------------------------------- checker
 @covers("optengine.checker.check_answer", "optengine.checker.parse_answer")
 @FAST
-@given(tol=bad_prob, x=not_finite, word=st.text(max_size=8).filter(lambda s: s.strip().lower() not in checker.SPECIAL),
-       bad=st.sampled_from([[1.0], {"a": 1}, object(), b"1"]))
+@given(
+    tol=bad_prob,
+    x=not_finite,
+    word=st.text(max_size=8).filter(lambda s: s.strip().lower() not in checker.SPECIAL),
+    bad=st.sampled_from([[1.0], {"a": 1}, object(), b"1"]),
+)
 def test_checker_rejects_bad_tolerances_truths_and_types(tol, x, word, bad):
     rejects(checker.check_answer, 1.0, 1.0, rel_tol=tol, match="rel_tol")
     rejects(checker.check_answer, 1.0, x, match="finite")
@@ -304,9 +334,11 @@ def test_sir_standin_rejects_unknown_styles(known):
 
 @covers("optengine.paradigms.classify", "optengine.paradigms.run_paradigm")
 @FAST
-@given(paradigm=st.text(max_size=5).filter(lambda s: s not in paradigms.PARADIGMS),
-       style=st.one_of(st.integers().filter(lambda s: s not in (0, 1, 2)), st.sampled_from([True, 1.0, None])),
-       bad=st.sampled_from([None, 3, "text", [1]]))
+@given(
+    paradigm=st.text(max_size=5).filter(lambda s: s not in paradigms.PARADIGMS),
+    style=st.one_of(st.integers().filter(lambda s: s not in (0, 1, 2)), st.sampled_from([True, 1.0, None])),
+    bad=st.sampled_from([None, 3, "text", [1]]),
+)
 def test_scoring_rejects_bad_paradigms_styles_instances_and_caches(knap, paradigm, style, bad):
     f = paradigms.comp_standin()
     rejects(paradigms.classify, knap, paradigm, "<answer>1</answer>", match="paradigm")

@@ -90,8 +90,14 @@ def test_mask_ratio_outside_unit_interval_is_rejected(rho):
     rejects(V.encoder_flops, 0, 8, 1)
 
 
-@covers("vmaetok.train_tokenizer", "vmaetok.encode_clips", "vmaetok.decode_grid", "vmaetok.LatentStandardizer",
-        "vmaetok.train_latent_generator", "vmaetok.sample_videos")
+@covers(
+    "vmaetok.train_tokenizer",
+    "vmaetok.encode_clips",
+    "vmaetok.decode_grid",
+    "vmaetok.LatentStandardizer",
+    "vmaetok.train_latent_generator",
+    "vmaetok.sample_videos",
+)
 def test_pipeline_bad_inputs():
     tok = V.VideoMAETok(**SMALL)
     rejects(V.train_tokenizer, "tok", np.zeros((2, 3, 8, 16, 16)), steps=1)
@@ -174,8 +180,16 @@ def test_run_variant_scores_and_pairs_the_two_decoders():
     ev = sprites.make_sprite_clips(16, random_state=1)
     clf = fvd.train_video_classifier(data.videos, data.labels, epochs=1, motion_task=True, random_state=0)
     feats = fvd.video_features(clf, ev.videos)
-    kw = dict(tok=SMALL, gen=dict(dim=16, depth=1, heads=2), tok_steps=3, ft_lr=1e-3, gen_steps=2, sample_steps=2,
-              batch_size=8, random_state=0)
+    kw = dict(
+        tok=SMALL,
+        gen=dict(dim=16, depth=1, heads=2),
+        tok_steps=3,
+        ft_lr=1e-3,
+        gen_steps=2,
+        sample_steps=2,
+        batch_size=8,
+        random_state=0,
+    )
     row, clips = V.run_variant("VideoMAETok", data.videos, ev.videos, ev.labels, clf, feats, ft_steps=3, **kw)
     assert row["latent change in fine-tune"] == 0.0
     assert row["recon MSE"] != row["recon MSE, stage 1"]
@@ -235,8 +249,11 @@ def test_foreach_trainers_equal_the_per_tensor_loop_bit_for_bit():
     c.load_state_dict(sa)
     h = V.finetune_decoder(a, clips, steps=6, batch_size=8, lr=1e-3, random_state=2)
     assert torch.equal(c.to_grid(h["latents"]), V.encode_clips(c, clips))  # the latents run_variant reuses
-    frozen = {id(p) for n in V.ENCODER_PARTS for p in ([getattr(c, n)] if isinstance(getattr(c, n), torch.nn.Parameter)
-                                                       else getattr(c, n).parameters())}
+    frozen = {
+        id(p)
+        for n in V.ENCODER_PARTS
+        for p in ([getattr(c, n)] if isinstance(getattr(c, n), torch.nn.Parameter) else getattr(c, n).parameters())
+    }
     trainable = [p for p in c.parameters() if id(p) not in frozen]
     opt = torch.optim.AdamW(trainable, lr=1e-3, weight_decay=0.0, foreach=False)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: min(1.0, (i + 1) / 1) * 0.5 * (1 + np.cos(np.pi * i / 6)))

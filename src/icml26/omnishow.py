@@ -124,7 +124,9 @@ def task_batches(clips: HOIClips, batch_size: int, tasks: Sequence[str] | str, *
     return batch
 
 
-def mixture_batches(parts: Sequence[tuple[HOIClips, Sequence[str] | str]], batch_size: int, *, random_state: RandomState = 0) -> Callable:
+def mixture_batches(
+    parts: Sequence[tuple[HOIClips, Sequence[str] | str]], batch_size: int, *, random_state: RandomState = 0
+) -> Callable:
     """A batch sampler over several sources, each with its own tasks (e.g. the union of R2V, A2V and joint data).
 
     Each clip of a batch comes from source ``k`` with probability proportional to its size
@@ -154,8 +156,14 @@ def mixture_batches(parts: Sequence[tuple[HOIClips, Sequence[str] | str]], batch
             vids.append(sub.video)
             conds.append(task_conditions(sub, [names[k][j] for j in g.integers(0, len(names[k]), m)]))
         cat = lambda f: torch.cat([getattr(c, f) for c in conds])  # noqa: E731
-        return torch.cat(vids), DiTConditions(refs=cat("refs"), ref_mask=cat("ref_mask"), pose=cat("pose"),
-                                              pose_mask=cat("pose_mask"), audio=cat("audio"), audio_mask=cat("audio_mask"))
+        return torch.cat(vids), DiTConditions(
+            refs=cat("refs"),
+            ref_mask=cat("ref_mask"),
+            pose=cat("pose"),
+            pose_mask=cat("pose_mask"),
+            audio=cat("audio"),
+            audio_mask=cat("audio_mask"),
+        )
 
     return batch
 
@@ -194,7 +202,7 @@ def mouth_sync(heights: np.ndarray, envelope: np.ndarray, *, max_lag: int = 2) -
     zh, ze = z(h), z(e)
     corr = (zh * ze).mean(axis=1)
     lags = np.arange(-lag_max, lag_max + 1)
-    cc = np.stack([(zh[:, max(k, 0): t + min(k, 0)] * ze[:, max(-k, 0): t - max(k, 0)]).mean(axis=1) for k in lags], axis=1)
+    cc = np.stack([(zh[:, max(k, 0) : t + min(k, 0)] * ze[:, max(-k, 0) : t - max(k, 0)]).mean(axis=1) for k in lags], axis=1)
     lag = lags[np.argmax(cc, axis=1)]
     lag = np.where(np.abs(zh).sum(axis=1) > 0, lag, lag_max)  # a constant mouth has no peak: worst lag
     return {"corr": corr, "lag": lag.astype(float)}
@@ -289,8 +297,9 @@ def pose_keypoint_error(video, clips: HOIClips) -> np.ndarray:
     return err.mean(axis=1)
 
 
-def score_hoi(model: TinyDiT, clips: HOIClips, task: str, *, steps: int = 10, batch_size: int = 64,
-              random_state: RandomState = 0) -> dict[str, float | np.ndarray]:
+def score_hoi(
+    model: TinyDiT, clips: HOIClips, task: str, *, steps: int = 10, batch_size: int = 64, random_state: RandomState = 0
+) -> dict[str, float | np.ndarray]:
     """Generate one clip per test clip under ``task`` and score it with the stand-in metrics.
 
     Returns
@@ -319,13 +328,20 @@ def score_hoi(model: TinyDiT, clips: HOIClips, task: str, *, steps: int = 10, ba
     res.update(akd=float(akd.mean()), akd_per_clip=akd)
     h = mouth_heights(video)
     sy = mouth_sync(h, clips.envelope)
-    res.update(sync=float(sy["corr"].mean()), lag=float(np.abs(sy["lag"]).mean()), sync_per_clip=sy["corr"],
-               lag_per_clip=sy["lag"], heights=h)
+    res.update(
+        sync=float(sy["corr"].mean()),
+        lag=float(np.abs(sy["lag"]).mean()),
+        sync_per_clip=sy["corr"],
+        lag_per_clip=sy["lag"],
+        heights=h,
+    )
     return res
 
 
 @torch.no_grad()
-def heldout_velocity_loss(model: TinyDiT, clips: HOIClips, task: str, *, n_draws: int = 4, random_state: RandomState = 0) -> float:
+def heldout_velocity_loss(
+    model: TinyDiT, clips: HOIClips, task: str, *, n_draws: int = 4, random_state: RandomState = 0
+) -> float:
     """Mean flow-matching loss on held-out clips under ``task`` (fixed draws of ``t`` and noise)."""
     if not isinstance(model, TinyDiT):
         raise TypeError(f"model must be a TinyDiT, got {type(model).__name__}")
@@ -434,8 +450,12 @@ def decoupled_then_joint(
     base = seed_from(random_state)
     m_r, m_a = make_model(), make_model()
     kw = dict(lr=lr, audio_lr_mult=audio_lr_mult, show_progress=show_progress)
-    train_flow_matching(m_r, task_batches(r2v_clips, batch_size, "R2V", random_state=base + 1), s1, random_state=base + 11, desc="R2V stage", **kw)
-    train_flow_matching(m_a, task_batches(a2v_clips, batch_size, "A2V", random_state=base + 2), s1, random_state=base + 12, desc="A2V stage", **kw)
+    train_flow_matching(
+        m_r, task_batches(r2v_clips, batch_size, "R2V", random_state=base + 1), s1, random_state=base + 11, desc="R2V stage", **kw
+    )
+    train_flow_matching(
+        m_a, task_batches(a2v_clips, batch_size, "A2V", random_state=base + 2), s1, random_state=base + 12, desc="A2V stage", **kw
+    )
     merged = {lam: interpolate_models(m_r, m_a, lam) for lam in lams}
     val = {}
     if pick_by is not None:
@@ -447,8 +467,14 @@ def decoupled_then_joint(
     tuned = {}
     for j, lam in enumerate(todo):
         tuned[lam] = copy.deepcopy(merged[lam])
-        train_flow_matching(tuned[lam], task_batches(joint_clips, batch_size, joint_tasks, random_state=base + 3), s2,
-                            random_state=base + 13 + j, desc=f"joint fine-tune (lambda={lam:g})", **kw)
+        train_flow_matching(
+            tuned[lam],
+            task_batches(joint_clips, batch_size, joint_tasks, random_state=base + 3),
+            s2,
+            random_state=base + 13 + j,
+            desc=f"joint fine-tune (lambda={lam:g})",
+            **kw,
+        )
     return {"models": tuned, "merged": merged, "val": val, "r2v": m_r, "a2v": m_a}
 
 
@@ -570,9 +596,19 @@ def conditioning_ablation(
             m, trace, secs = train(opts, batches, s)
             ra = score_hoi(m, test_clips, "RA2V", steps=euler, random_state=s)
             rp = score_hoi(m, test_clips, "RP2V", steps=euler, random_state=s)
-            rows.append(dict(seed=s, variant=name, ra_colour=ra["colour"], sync=ra["sync"], lag=ra["lag"],
-                             rp_colour=rp["colour"], akd=rp["akd"], train_s=secs,
-                             params=sum(p.numel() for p in m.parameters())))
+            rows.append(
+                dict(
+                    seed=s,
+                    variant=name,
+                    ra_colour=ra["colour"],
+                    sync=ra["sync"],
+                    lag=ra["lag"],
+                    rp_colour=rp["colour"],
+                    akd=rp["akd"],
+                    train_s=secs,
+                    params=sum(p.numel() for p in m.parameters()),
+                )
+            )
             gates[name][s] = trace
             if s == keep_samples:
                 samples[name] = (ra, rp)
@@ -628,13 +664,20 @@ def training_recipes(
     fresh = lambda s: TinyDiT(DiTConfig(**model, refs="channel", audio="glca"), random_state=s)  # noqa: E731
     rows, lam_rows = [], []
     for s in seeds:
-        r2v, a2v, scarce = (make_hoi_clips(n, frames=frames, size=size, random_state=data_seed + 3000 + k + 10 * s)
-                            for k, n in enumerate((n_plenty, n_plenty, n_scarce)))
+        r2v, a2v, scarce = (
+            make_hoi_clips(n, frames=frames, size=size, random_state=data_seed + 3000 + k + 10 * s)
+            for k, n in enumerate((n_plenty, n_plenty, n_scarce))
+        )
         kw = dict(lr=lr, show_progress=False)
         # the shared pretrained backbone: unconditional training on the plentiful videos, the same for every recipe
         base = fresh(s)
-        train_flow_matching(base, mixture_batches([(r2v, "T2V"), (a2v, "T2V")], batch_size, random_state=s + 7),
-                            pre_steps, random_state=s + 3, **kw)
+        train_flow_matching(
+            base,
+            mixture_batches([(r2v, "T2V"), (a2v, "T2V")], batch_size, random_state=s + 7),
+            pre_steps,
+            random_state=s + 3,
+            **kw,
+        )
         make = lambda b=base: copy.deepcopy(b)  # noqa: E731
         recipes = {}
         m = make()
@@ -644,16 +687,41 @@ def training_recipes(
         union = mixture_batches([(r2v, "R2V"), (a2v, "A2V"), (scarce, tasks)], batch_size, random_state=s)
         train_flow_matching(m, union, steps_total, random_state=s + 2, **kw)
         recipes["joint, union"] = m
-        out = decoupled_then_joint(make, r2v, a2v, scarce, stage_steps=stage_steps, joint_steps=joint_steps, lams=lams,
-                                   joint_tasks=tasks, batch_size=batch_size, lr=lr, pick_by=scarce, random_state=s)
+        out = decoupled_then_joint(
+            make,
+            r2v,
+            a2v,
+            scarce,
+            stage_steps=stage_steps,
+            joint_steps=joint_steps,
+            lams=lams,
+            joint_tasks=tasks,
+            batch_size=batch_size,
+            lr=lr,
+            pick_by=scarce,
+            random_state=s,
+        )
         ((lam_star, m),) = out["models"].items()
         recipes["decoupled-then-joint"] = m
         for lam, mm in out["merged"].items():
-            lam_rows.append(dict(seed=s, lam=lam, merged_scarce=out["val"][lam],
-                                 merged_heldout=heldout_velocity_loss(mm, val_clips, "RA2V", random_state=s)))
+            lam_rows.append(
+                dict(
+                    seed=s,
+                    lam=lam,
+                    merged_scarce=out["val"][lam],
+                    merged_heldout=heldout_velocity_loss(mm, val_clips, "RA2V", random_state=s),
+                )
+            )
         for name, mm in recipes.items():
             sc = score_hoi(mm, val_clips, "RA2V", steps=euler, random_state=s)
-            rows.append(dict(seed=s, recipe=name, lam=lam_star if name == "decoupled-then-joint" else np.nan,
-                             loss=heldout_velocity_loss(mm, val_clips, "RA2V", random_state=s),
-                             colour=sc["colour"], sync=sc["sync"]))
+            rows.append(
+                dict(
+                    seed=s,
+                    recipe=name,
+                    lam=lam_star if name == "decoupled-then-joint" else np.nan,
+                    loss=heldout_velocity_loss(mm, val_clips, "RA2V", random_state=s),
+                    colour=sc["colour"],
+                    sync=sc["sync"],
+                )
+            )
     return {"rows": rows, "lams": lam_rows}

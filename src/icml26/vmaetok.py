@@ -105,7 +105,9 @@ def patchify_video(videos: torch.Tensor, tubelet: tuple[int, int, int] = (2, 4, 
     return x.reshape(b, (t // tp) * (h // ph) * (w // pw), c * tp * ph * pw)
 
 
-def unpatchify_video(tokens: torch.Tensor, shape: tuple[int, int, int, int], tubelet: tuple[int, int, int] = (2, 4, 4)) -> torch.Tensor:
+def unpatchify_video(
+    tokens: torch.Tensor, shape: tuple[int, int, int, int], tubelet: tuple[int, int, int] = (2, 4, 4)
+) -> torch.Tensor:
     """Inverse of :func:`patchify_video`: ``[B, N, C·t_p·p·p] -> [B, C, T, H, W]`` for ``shape = (C, T, H, W)``."""
     tp, ph, pw = _check_tubelet(tubelet)
     if len(tuple(shape)) != 4:
@@ -342,7 +344,9 @@ class VideoMAETok(nn.Module):
     def from_grid(self, grid: torch.Tensor) -> torch.Tensor:
         """Inverse of :meth:`to_grid`, ``[B, c, T', H', W'] -> [B, N, c]``."""
         if grid.ndim != 5 or tuple(grid.shape[1:]) != (self.latent_dim, *self.grid):
-            raise ValueError(f"grid must have shape [B, {self.latent_dim}, {', '.join(map(str, self.grid))}], got {tuple(grid.shape)}")
+            raise ValueError(
+                f"grid must have shape [B, {self.latent_dim}, {', '.join(map(str, self.grid))}], got {tuple(grid.shape)}"
+            )
         return grid.reshape(grid.shape[0], self.latent_dim, self.n_tokens).transpose(1, 2)
 
 
@@ -479,9 +483,7 @@ def finetune_decoder(
     order = torch_generator(random_state)
     n_warm = max(1, int(round(warmup * steps)))
     opt = torch.optim.AdamW(trainable, lr=lr, weight_decay=0.0, foreach=True)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda i: min(1.0, (i + 1) / n_warm) * 0.5 * (1 + np.cos(np.pi * i / steps))
-    )
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: min(1.0, (i + 1) / n_warm) * 0.5 * (1 + np.cos(np.pi * i / steps)))
     flags = [p.requires_grad for p in frozen]
     for p in frozen:
         p.requires_grad_(False)
@@ -590,7 +592,9 @@ def train_latent_generator(
         raise ValueError("latents must be a tensor [B, c, T', H', W']")
     steps = check_int(steps, "steps")
     batch_size = check_int(batch_size, "batch_size")
-    model = TinyDiT(DiTConfig(in_channels=latents.shape[1], patch=1, dim=dim, depth=depth, heads=heads), random_state=random_state)
+    model = TinyDiT(
+        DiTConfig(in_channels=latents.shape[1], patch=1, dim=dim, depth=depth, heads=heads), random_state=random_state
+    )
     gen = torch_generator(seed_from(random_state) + 1)
     order = torch.randint(0, latents.shape[0], (steps, batch_size), generator=gen)
     # the optimiser train_flow_matching would build (AdamW, no weight decay, one group), with foreach
@@ -628,7 +632,9 @@ def sample_videos(
     return decode_grid(tokenizer, standardizer.inverse(z))
 
 
-def encoder_step(model: VideoMAETok, videos: torch.Tensor, mask_ratio: float, *, generator: torch.Generator | None = None) -> float:
+def encoder_step(
+    model: VideoMAETok, videos: torch.Tensor, mask_ratio: float, *, generator: torch.Generator | None = None
+) -> float:
     """One encoder forward and backward pass at mask ratio ``ρ`` (what masking saves per training step).
 
     Returns the scalar it differentiated (so the work cannot be optimised away); gradients

@@ -21,7 +21,9 @@ def test_compare_records_rows_per_size_and_keeps_runs_apart(tmp_path, monkeypatc
     monkeypatch.setenv("ICML26_RESULTS_DIR", str(tmp_path))
     monkeypatch.setenv("ICML26_RUN_KEY", "k1")
     for n in (10, 100):
-        row = bench.compare("99-x", "sum", lambda: None, lambda: sum(range(1000)), reference_name="python", size=n, scale="ci", seed=0, repeat=2)
+        row = bench.compare(
+            "99-x", "sum", lambda: None, lambda: sum(range(1000)), reference_name="python", size=n, scale="ci", seed=0, repeat=2
+        )
         assert row["ratio"] == pytest.approx(row["reference_s"] / row["ours_s"])
     data = bench.load(tmp_path, "ci")
     assert len(data) == 1 and [r["size"] for r in data[0]["rows"]] == [10.0, 100.0] and data[0]["reference"] == "python"

@@ -68,7 +68,7 @@ def test_chapter_source_follows_the_standard(path):
     tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(tagged) == 1, "exactly one cell tagged parameters"
     src = tagged[0].source
-    assert re.search(r'^scale\s*=\s*"ci"', src, re.M), "the parameters cell defaults to scale = \"ci\""
+    assert re.search(r'^scale\s*=\s*"ci"', src, re.M), 'the parameters cell defaults to scale = "ci"'
     assert re.search(r"^seed\s*=\s*0\b", src, re.M), "the parameters cell defaults to seed = 0"
     text = path.read_text()
     headings = [h.strip() for h in re.findall(r"^## (.+)$", text, re.M)]
@@ -104,10 +104,12 @@ def test_the_to_test_rule_can_fail(tmp_path):
     from icml26.book import lint
 
     f = tmp_path / "x.md"
-    f.write_text('c = chapter.Claim(id="a", kind="paper", checks=x, control={"learns": ok})\n'
-                 'd = chapter.Claim(id="b", kind="paper", checks=x, control={"learns": ok}, to_test="a deeper model")\n'
-                 'e = chapter.Claim(id="c", kind="own", checks=x, control={"learns": ok})\n'
-                 'g = chapter.Claim(id="d", kind="paper", checks=x, untestable="same argmax")\n')
+    f.write_text(
+        'c = chapter.Claim(id="a", kind="paper", checks=x, control={"learns": ok})\n'
+        'd = chapter.Claim(id="b", kind="paper", checks=x, control={"learns": ok}, to_test="a deeper model")\n'
+        'e = chapter.Claim(id="c", kind="own", checks=x, control={"learns": ok})\n'
+        'g = chapter.Claim(id="d", kind="paper", checks=x, untestable="same argmax")\n'
+    )
     assert lint.untestable_claims_without_to_test(f) == ["a", "d"]
 
 
@@ -134,7 +136,9 @@ def test_chapter_survives_a_jupytext_round_trip(path):
     """Opening a chapter in JupyterLab and saving it without an edit changes nothing (no diff, no cache miss)."""
     from icml26.book import fmt
 
-    assert fmt.round_trips(path), f"jupytext writes {path.name} back differently: run `python -m icml26 fmt {path.parent.name[:2]}`"
+    assert fmt.round_trips(path), (
+        f"jupytext writes {path.name} back differently: run `python -m icml26 fmt {path.parent.name[:2]}`"
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.parent.name for p in NOTEBOOKS])

@@ -42,7 +42,9 @@ def test_verdict_rules():
         chapter.verdict({})
     with pytest.raises(ValueError, match="kind='theory' is not a claim kind"):
         chapter.verdict({"a": True}, kind="theory")
-    c = chapter.Claim(id="x", claim="c", kind="paper", paper="1", ours="2", checks={"k": chapter.exact(np.bool_(False), "a count")})
+    c = chapter.Claim(
+        id="x", claim="c", kind="paper", paper="1", ours="2", checks={"k": chapter.exact(np.bool_(False), "a count")}
+    )
     assert c.verdict == "not reproduced" and c.checks == {"k": False} and c.outcomes == {"k": "contradicts"}
 
 
@@ -57,13 +59,22 @@ def test_by_construction_check_cannot_lift_a_verdict():
     # a check that holds by construction is refused among the deciding checks ...
     with pytest.raises(ValueError, match="holds by construction"):
         chapter.Claim(
-            id="x", claim="c", kind="paper", paper="1", ours="2",
+            id="x",
+            claim="c",
+            kind="paper",
+            paper="1",
+            ours="2",
             checks={"real": False, "design": chapter.ByConstruction(True, "cheaper by design")},
         )
     # ... and shown beside the claim as sanity, it leaves the verdict to the real checks
     c = chapter.Claim(
-        id="x", claim="c", kind="paper", paper="1", ours="2",
-        checks={"real": chapter.exact(False, "an identity")}, sanity={"design": chapter.ByConstruction(True)},
+        id="x",
+        claim="c",
+        kind="paper",
+        paper="1",
+        ours="2",
+        checks={"real": chapter.exact(False, "an identity")},
+        sanity={"design": chapter.ByConstruction(True)},
     )
     assert c.verdict == "not reproduced" and c.sanity == {"design": True}
 
@@ -125,8 +136,16 @@ def test_exceeds_and_value():
     assert (v.mean, v.sd, v.n, v.unit) == (2.0, 1.0, 3, "%") and v.values == (1.0, 2.0, 3.0)
     with pytest.raises(ValueError, match="finite"):
         chapter.Value.of([1.0, float("nan")])
-    c = chapter.Claim(id="x", claim="c", kind="paper", paper="4.2%", ours="3%", checks={"k": chapter.exact(True, "a count")},
-                      paper_value=4.2, ours_value=[3.0, 3.0])
+    c = chapter.Claim(
+        id="x",
+        claim="c",
+        kind="paper",
+        paper="4.2%",
+        ours="3%",
+        checks={"k": chapter.exact(True, "a count")},
+        paper_value=4.2,
+        ours_value=[3.0, 3.0],
+    )
     assert c.paper_value.mean == 4.2 and c.ours_value.n == 2
 
 
@@ -142,8 +161,19 @@ def test_record_claims_writes_json(tmp_path, monkeypatch):
     monkeypatch.setenv("ICML26_RUN_KEY", "k123")
     dec = chapter.paired_effect([2.0, 3.0, 4.0], [1.0, 1.5, 2.0], names=("new", "old"), smallest_effect=0.5, basis="stated")
     claims = [
-        chapter.Claim(id="a", claim="c", kind="paper", paper="p", ours="o", checks={"x": chapter.exact(True, "a count")}, note="n"),
-        chapter.Claim(id="b", claim="d", kind="paper", paper="", ours="o", checks={"better": dec}, stand_in="digits", revised="tolerance 3 s.e. -> 0.01"),
+        chapter.Claim(
+            id="a", claim="c", kind="paper", paper="p", ours="o", checks={"x": chapter.exact(True, "a count")}, note="n"
+        ),
+        chapter.Claim(
+            id="b",
+            claim="d",
+            kind="paper",
+            paper="",
+            ours="o",
+            checks={"better": dec},
+            stand_in="digits",
+            revised="tolerance 3 s.e. -> 0.01",
+        ),
     ]
     table = chapter.record_claims("99-toy", claims, scale="ci", seed=0, extra={"v": np.float64(1.5)})
     payload = json.loads((tmp_path / "ci" / "99-toy" / "main.json").read_text())
@@ -169,7 +199,9 @@ def test_by_scale_overrides_are_checked():
     cfg = dict(n_seeds=3, lr=0.1, name="a", sizes=[1, 2])
     assert chapter.by_scale("ci", ci=cfg, full={}, overrides={"n_seeds": 5.0, "lr": 1}) == {**cfg, "n_seeds": 5, "lr": 1}
     assert chapter.by_scale("ci", ci=cfg, full={}, overrides={}) is cfg
-    with pytest.raises(ValueError, match=r"'n_sed' is not a setting of this chapter; its settings at scale 'ci' are lr, n_seeds, name, sizes"):
+    with pytest.raises(
+        ValueError, match=r"'n_sed' is not a setting of this chapter; its settings at scale 'ci' are lr, n_seeds, name, sizes"
+    ):
         chapter.by_scale("ci", ci=cfg, full={}, overrides={"n_sed": 5})
     with pytest.raises(ValueError, match=r"n_seeds=2.5 is a float; the setting's default is 3 \(int\)"):
         chapter.by_scale("ci", ci=cfg, full={}, overrides={"n_seeds": 2.5})

@@ -70,10 +70,14 @@ def test_cli_run_reports_failed_chapter_and_exits_nonzero(toy):
     assert listing.returncode == 0
     header, *rows = listing.stdout.splitlines()
     assert header.split()[:3] == ["chapter", "notebooks", "ci"]
-    assert re.search(r"^01-toy\s+toy.md\s+ok, \d+ s, 20\d\d-", rows[0]) and re.search(r"^02-bad\s+bad.md\s+failed\s+not run", rows[1])
+    assert re.search(r"^01-toy\s+toy.md\s+ok, \d+ s, 20\d\d-", rows[0]) and re.search(
+        r"^02-bad\s+bad.md\s+failed\s+not run", rows[1]
+    )
     # a forced rerun estimates its time from the previous runs
     again = _cli("run", "--no-progress", "--force", root=toy.root)
-    assert re.search(r"2 of 2 chapter\(s\) to execute at ci scale, 1 at a time; about \d+ s judging by the previous runs", again.stderr)
+    assert re.search(
+        r"2 of 2 chapter\(s\) to execute at ci scale, 1 at a time; about \d+ s judging by the previous runs", again.stderr
+    )
 
 
 def test_sync_writes_twins_and_refuses_to_clobber_edited_twin(toy):
@@ -90,8 +94,12 @@ def test_sync_writes_twins_and_refuses_to_clobber_edited_twin(toy):
     assert proc.returncode == 1 and "toy.ipynb holds edits that" in proc.stderr
     assert "edited in the twin" in twin.read_text()  # not overwritten
     # once the .md carries the same edit, the twin is in step again and sync writes it
-    src.write_text(src.read_text().replace('record_claims("01-toy", claims, scale=scale, seed=seed)\n```',
-                                           'record_claims("01-toy", claims, scale=scale, seed=seed)\n# edited in the twin\n```'))
+    src.write_text(
+        src.read_text().replace(
+            'record_claims("01-toy", claims, scale=scale, seed=seed)\n```',
+            'record_claims("01-toy", claims, scale=scale, seed=seed)\n# edited in the twin\n```',
+        )
+    )
     assert _cli("sync", root=toy.root).returncode == 0
 
 
@@ -134,7 +142,9 @@ def test_run_takes_validated_parameters_into_the_key_and_the_record(toy):
     import json
 
     bad = _cli("run", "01", "--param", "n_seeds=5", root=toy.root)
-    assert bad.returncode == 2 and "chapter 01-toy has no parameter 'n_seeds'" in bad.stderr and "extra, scale, seed" in bad.stderr
+    assert (
+        bad.returncode == 2 and "chapter 01-toy has no parameter 'n_seeds'" in bad.stderr and "extra, scale, seed" in bad.stderr
+    )
     ok = _cli("run", "01", "--param", "extra=2", root=toy.root)
     assert ok.returncode == 0, ok.stderr
     rec = json.loads((toy.build_dir / "executed" / "ci" / "01-toy" / "run.json").read_text())

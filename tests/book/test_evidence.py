@@ -63,7 +63,9 @@ def test_n_needed_gives_the_power_it_claims():
     assert evidence.n_needed(0.0, margin=0.0, smallest_effect=1.0) is None
     # "well above m" (margin = smallest effect > 0): powered at the observed effect when it lies above m
     assert evidence.n_needed(1.0, margin=0.05, smallest_effect=0.05) is None
-    assert evidence.n_needed(1.0, margin=0.05, smallest_effect=0.05, observed=0.5) == evidence.n_needed(1.0, margin=0.05, smallest_effect=0.5)
+    assert evidence.n_needed(1.0, margin=0.05, smallest_effect=0.05, observed=0.5) == evidence.n_needed(
+        1.0, margin=0.05, smallest_effect=0.5
+    )
 
 
 def test_error_rates_by_simulation():
@@ -117,7 +119,9 @@ def test_paper_claims_need_smallest_effects_and_exact_bools():
         chapter.Claim(id="x", claim="c", kind="paper", paper="", ours="", checks={"better": True})
     with pytest.raises(ValueError, match="without a smallest effect"):
         chapter.Claim(id="x", claim="c", kind="paper", paper="", ours="", checks={"t": chapter.exceeds(2.0, 1.0, rule="r")})
-    ok = chapter.Claim(id="x", claim="c", kind="paper", paper="", ours="", checks={"t": chapter.exceeds(2.0, 1.0, rule="r", exact=True)})
+    ok = chapter.Claim(
+        id="x", claim="c", kind="paper", paper="", ours="", checks={"t": chapter.exceeds(2.0, 1.0, rule="r", exact=True)}
+    )
     assert ok.verdict == "reproduced"
     # other kinds keep the old helpers
     assert chapter.Claim(id="y", claim="c", kind="own", paper="", ours="", checks={"better": noisy}).verdict in ("holds", "fails")
@@ -132,8 +136,15 @@ def test_failed_control_never_reads_not_reproduced():
     assert against.outcome == "contradicts"
     plain = chapter.Claim(id="x", claim="c", kind="paper", paper="", ours="", checks={"k": against})
     assert plain.verdict == "not reproduced"
-    failed = chapter.Claim(id="x", claim="c", kind="paper", paper="", ours="", checks={"k": against},
-                           control={"learns the task": chapter.exact(False, "accuracy on the fixed test set")})
+    failed = chapter.Claim(
+        id="x",
+        claim="c",
+        kind="paper",
+        paper="",
+        ours="",
+        checks={"k": against},
+        control={"learns the task": chapter.exact(False, "accuracy on the fixed test set")},
+    )
     assert failed.verdict == "untestable here" and "positive control 'learns the task' failed" in failed.why
     assert "what would test it is not stated" in failed.why
     assert failed.control["learns the task"]["outcome"] == "contradicts"
@@ -168,12 +179,28 @@ def test_a_failed_control_reads_untestable_never_undecided():
     c = chapter.Claim(id="x", claim="c", kind="paper", paper="", ours="", checks={"a": sup}, control={"learns": inc})
     assert c.verdict == "undecided" and "positive control 'learns' undecided" in c.why
     # the construction: untestable whatever the checks, with why and what would test it
-    c = chapter.Claim(id="x", claim="c", kind="paper", paper="", ours="", checks={"a": sup},
-                      untestable="both arms take the same argmax", to_test="a model whose argmax the method changes")
+    c = chapter.Claim(
+        id="x",
+        claim="c",
+        kind="paper",
+        paper="",
+        ours="",
+        checks={"a": sup},
+        untestable="both arms take the same argmax",
+        to_test="a model whose argmax the method changes",
+    )
     assert c.verdict == "untestable here"
     assert "by construction: both arms take the same argmax" in c.why and "what would test it: a model whose argmax" in c.why
-    c = chapter.Claim(id="x", claim="c", kind="paper", paper="", ours="", checks={"a": sup}, control={"learns": failed},
-                      to_test="a deeper model")
+    c = chapter.Claim(
+        id="x",
+        claim="c",
+        kind="paper",
+        paper="",
+        ours="",
+        checks={"a": sup},
+        control={"learns": failed},
+        to_test="a deeper model",
+    )
     assert "what would test it: a deeper model" in c.why
     with pytest.raises(ValueError, match="untestable= is for paper claims only"):
         chapter.Claim(id="x", claim="c", kind="own", paper="", ours="", checks={"a": True}, untestable="why")

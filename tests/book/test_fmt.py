@@ -27,8 +27,11 @@ def test_long_strings_are_cut_into_adjacent_literals_that_join_back():
 
 
 def test_format_cells_keeps_the_syntax_tree_and_trailing_semicolons():
-    cells = ['rows = {"a": 1, "b": 2, "c": 3, "d": 4, "e": 5, "f": 6, "g": 7, "h": 8, "i": 9, "j": 10}',
-             "plt.plot([1, 2]);", '%matplotlib inline\nx = 1']
+    cells = [
+        'rows = {"a": 1, "b": 2, "c": 3, "d": 4, "e": 5, "f": 6, "g": 7, "h": 8, "i": 9, "j": 10}',
+        "plt.plot([1, 2]);",
+        "%matplotlib inline\nx = 1",
+    ]
     out = fmt.format_cells(cells, line_length=40)
     assert max(len(line) for line in out[0].splitlines()) <= 40 and ast.dump(ast.parse(out[0])) == ast.dump(ast.parse(cells[0]))
     assert out[1] == "plt.plot([1, 2]);" and out[2].startswith("%matplotlib inline")
@@ -46,7 +49,7 @@ def chapter_md(tmp_path):
     HEADER = mod.HEADER
 
     p = tmp_path / "c.md"
-    p.write_text(HEADER + '\n```{code-cell} ipython3\nx = dict(' + ", ".join(f"k{i}={i}" for i in range(30)) + ")\n```\n")
+    p.write_text(HEADER + "\n```{code-cell} ipython3\nx = dict(" + ", ".join(f"k{i}={i}" for i in range(30)) + ")\n```\n")
     return p
 
 

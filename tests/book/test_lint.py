@@ -46,7 +46,9 @@ def test_claims_without_kind(tmp_path):
 
 def test_noisy_exact_checks(tmp_path):
     f = tmp_path / "c.md"
-    f.write_text('a = chapter.exact(ours.mean() > base.mean(), why="x")\nb = chapter.exact(n_fail == 0, "a count")\n'
-                 'c = chapter.exact(bool(np.mean(x) > 1), why="y")\n')
+    f.write_text(
+        'a = chapter.exact(ours.mean() > base.mean(), why="x")\nb = chapter.exact(n_fail == 0, "a count")\n'
+        'c = chapter.exact(bool(np.mean(x) > 1), why="y")\n'
+    )
     found = lint.noisy_exact_checks(f)
     assert len(found) == 2 and found[0].startswith("exact(ours.mean()") and "np.mean" in found[1]

@@ -7,9 +7,18 @@ def test_performance_page_from_records(toy, monkeypatch, tmp_path):
     monkeypatch.setenv("ICML26_RESULTS_DIR", str(toy.results_dir()))
     monkeypatch.setenv("ICML26_RUN_KEY", "k")  # as under the runner: rows go to the folder the page reads
     for n, (ours, ref) in {10: (1e-4, 4e-4), 100: (1e-3, 8e-3)}.items():
-        bench.record("01-toy", "step", {"size": n, "ours_s": ours, "reference_s": ref}, reference_name="POT", scale="full", seed=0)
-    bench.record("01-toy", "method vs baseline", {"size": 5, "ours_s": 2e-3, "reference_s": 1e-3},
-                 reference_name="the baseline", scale="full", seed=0, kind="cost")
+        bench.record(
+            "01-toy", "step", {"size": n, "ours_s": ours, "reference_s": ref}, reference_name="POT", scale="full", seed=0
+        )
+    bench.record(
+        "01-toy",
+        "method vs baseline",
+        {"size": 5, "ours_s": 2e-3, "reference_s": 1e-3},
+        reference_name="the baseline",
+        scale="full",
+        seed=0,
+        kind="cost",
+    )
     perf.write_timing(toy, "run-full", wall_s=300.0, jobs=2, executed=8, cached=0, chapters_s=560.0)
     work = dict(scale="ci", tasks=4, work="abc", chapters=["01-toy", "02-toy"], seeds=[0, 1])
     perf.write_timing(toy, "sweep-ci-abc-w1", workers=1, wall_s=100.0, tasks_s=98.0, **work)
@@ -24,7 +33,7 @@ def test_performance_page_from_records(toy, monkeypatch, tmp_path):
     assert "|  |  |  | n = 100 | 1.00 ms | 8.00 ms | 8.00× |" in md
     assert "at least as fast as the reference at every size of every benchmark" in md
     # a cost comparison is shown apart, and its ratio below 1 does not count as a slow implementation
-    costs = md[md.index("## Cost comparisons"):]
+    costs = md[md.index("## Cost comparisons") :]
     assert "| 01-toy | method vs baseline | the baseline | n = 5 | 2.00 ms | 1.00 ms | 0.50× |" in costs
     assert "method vs baseline" not in md[: md.index("## Cost comparisons")]
     assert "every chapter at `full`, `--jobs 2` | 5.0 min" in md
@@ -39,9 +48,13 @@ def test_a_slower_benchmark_is_named_and_bad_kinds_are_refused(toy, monkeypatch)
     monkeypatch.setenv("ICML26_RESULTS_DIR", str(toy.results_dir()))
     monkeypatch.setenv("ICML26_RUN_KEY", "k")
     bench.record("01-toy", "slow step", {"size": 3, "ours_s": 2.0, "reference_s": 1.0}, reference_name="ref", scale="ci", seed=0)
-    assert "Slower than the reference at some size (1 of 1 benchmarks): 01-toy (slow step)" in perf.performance_markdown(toy, "ci")
+    assert "Slower than the reference at some size (1 of 1 benchmarks): 01-toy (slow step)" in perf.performance_markdown(
+        toy, "ci"
+    )
     with pytest.raises(ValueError, match="kind='speed'"):
-        bench.record("01-toy", "x", {"size": 1, "ours_s": 1.0, "reference_s": 1.0}, reference_name="r", scale="ci", seed=0, kind="speed")
+        bench.record(
+            "01-toy", "x", {"size": 1, "ours_s": 1.0, "reference_s": 1.0}, reference_name="r", scale="ci", seed=0, kind="speed"
+        )
 
 
 def test_performance_page_without_records(toy):

@@ -30,7 +30,9 @@ def test_papermill_recipe_runs_as_written_and_never_touches_the_runners_records(
     os.symlink(ROOT / ".venv", toy.root / ".venv")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ICML26_", "VIRTUAL_ENV"))}
     env["PATH"] = "/usr/bin:/bin"  # no venv on the PATH: the recipe must name its tools
-    proc = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=toy.root, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script], cwd=toy.root, env=env, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
 
     out = re.search(r"(_build/manual/\S+-full-seed1\.ipynb)", recipe).group(1)

@@ -76,7 +76,12 @@ def test_failure_names_chapter_and_cell_and_others_still_run(toy):
     bad = by["02-bad"]
     assert bad.status == "failed"
     msg = bad.describe_error()
-    assert "02-bad" in msg and "bad.md" in msg and "cell 4 (code cell 3: 'raise ValueError" in msg and "boom in the third cell" in msg
+    assert (
+        "02-bad" in msg
+        and "bad.md" in msg
+        and "cell 4 (code cell 3: 'raise ValueError" in msg
+        and "boom in the third cell" in msg
+    )
     # a failed run is never a cache hit
     assert toy.execute(toy.select(["02"])[0], "ci", 0, progress=False).status == "failed"
 
@@ -84,7 +89,6 @@ def test_failure_names_chapter_and_cell_and_others_still_run(toy):
 def test_jobs_must_be_positive(toy):
     with pytest.raises(ValueError, match="jobs=0"):
         toy.run(toy.chapters(), "ci", 0, jobs=0)
-
 
 
 def test_failing_cell_is_named_by_its_line_in_the_md(toy):
@@ -137,7 +141,9 @@ def test_list_and_status_page_say_stale(toy):
     toy.execute(ch, "full", 0, progress=False)
     status = site.status_markdown(toy)
     assert "**(stale)**" in status and "ZeroDivisionError" in status
-    proc = subprocess.run([sys.executable, "-m", "icml26", "--root", str(toy.root), "list"], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "icml26", "--root", str(toy.root), "list"], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0
     assert proc.stdout.splitlines()[0].split()[:2] == ["chapter", "notebooks"]
     assert re.search(r"01-toy .* stale, \d+ s", proc.stdout) and "01-toy (full): stale: the run of" in proc.stdout
@@ -165,14 +171,36 @@ def test_sigint_stops_at_once_kills_kernels_cancels_queue_and_keeps_results(toy)
     run_json = toy.executed_dir("ci", ch) / "run.json"
     kept = (claims.read_text(), run_json.read_text())
     # the chapter now records new claims, then hangs; chapter 02 waits in the queue
-    ch.notebooks[0].write_text(ch.notebooks[0].read_text().replace('ours=str(1 + seed + extra)', 'ours=str(2 + seed + extra)') + SLOW)
+    ch.notebooks[0].write_text(
+        ch.notebooks[0].read_text().replace("ours=str(1 + seed + extra)", "ours=str(2 + seed + extra)") + SLOW
+    )
     pidfile = toy.root / "kernel.pid"
     env = dict(os.environ, ICML26_TEST_PIDFILE=str(pidfile), PYTHONWARNINGS="ignore")
-    cmd = [sys.executable, "-m", "icml26", "--root", str(toy.root), "run", "01", "02", "--scale", "ci", "--no-progress", "--jobs", "1"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "icml26",
+        "--root",
+        str(toy.root),
+        "run",
+        "01",
+        "02",
+        "--scale",
+        "ci",
+        "--no-progress",
+        "--jobs",
+        "1",
+    ]
     # pytest-xdist workers ignore SIGINT, and a child inherits that: give the run the default
     # disposition a terminal gives it, so that Python turns Ctrl-C into KeyboardInterrupt
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         deadline = time.time() + 120
         while not pidfile.exists() or not pidfile.read_text():
@@ -314,8 +342,13 @@ def test_a_dead_kernel_is_reported_with_the_running_line_and_not_rerun_unchanged
 
 
 def test_list_into_a_closed_pipe_is_quiet(toy):
-    proc = subprocess.run(f"{sys.executable} -m icml26 --root {toy.root} list | head -c 1 > /dev/null",
-                          shell=True, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        f"{sys.executable} -m icml26 --root {toy.root} list | head -c 1 > /dev/null",
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr
 
 
@@ -356,13 +389,16 @@ def test_kernels_run_one_blas_thread_unless_the_environment_says_otherwise(toy, 
 
     shutil.rmtree(toy.root / "book" / "02-bad")
     nb = toy.root / "book" / "01-toy" / "toy.md"
-    nb.write_text(nb.read_text() + '''
+    nb.write_text(
+        nb.read_text()
+        + """
 ```{code-cell} ipython3
 import os
 assert os.environ["OPENBLAS_NUM_THREADS"] == "1" and os.environ["OMP_NUM_THREADS"] == "1", dict(os.environ)
 assert os.environ["MKL_NUM_THREADS"] == "3"
 ```
-''')
+"""
+    )
     for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
         monkeypatch.delenv(k, raising=False)
     monkeypatch.setenv("MKL_NUM_THREADS", "3")  # a reader's own setting is kept

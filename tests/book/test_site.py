@@ -19,12 +19,18 @@ def test_scorecard_and_stage(toy):
     toy.execute(ch, "full", 0, progress=False)
     card = site.scorecard_markdown(toy, "full")
     # the front page: the tallies and one compact row per paper claim, linked to the chapter
-    assert "**1 paper claim** from the 1 chapter that ran, of 2 written for the 2 papers at `full` scale, single seed (seed 0): **1 reproduced**" in card
+    assert (
+        "**1 paper claim** from the 1 chapter that ran, of 2 written for the 2 papers at `full` scale, single seed (seed 0): **1 reproduced**"
+        in card
+    )
     assert "| {doc}`01 <01-toy/toy>` | {doc}`one is one <01-toy/toy>` | **reproduced** | — | 1 |" in card
     assert "How it was decided" not in card and "single seed |" not in card
     # every field moved to the claims-in-detail page
     detail = site.claims_detail_markdown(toy, "full")
-    assert "| {doc}`Toy <01-toy/toy>` | one is one | 1 | 1 | **reproduced** | — | — | — | single seed | equal: yes | — | — |" in detail
+    assert (
+        "| {doc}`Toy <01-toy/toy>` | one is one | 1 | 1 | **reproduced** | — | — | — | single seed | equal: yes | — | — |"
+        in detail
+    )
     assert "02-bad" in detail and "not run" in detail and "How verdicts are decided" in detail
     (toy.root / "_config.yml").write_text("title: t\n")
     with pytest.raises(site.BuildError, match="02-bad: not executed at full scale"):
@@ -57,7 +63,9 @@ def test_check_toc_wants_the_claims_page_once_it_exists(toy):
     (toy.book_dir / "claims.md").write_text("# Claims in detail\n")
     assert sorted(site.check_toc(toy)) == sorted(before + [missing])
     toc = toy.root / "_toc.yml"
-    toc.write_text(toc.read_text().replace("      - file: book/status\n", "      - file: book/claims\n      - file: book/status\n"))
+    toc.write_text(
+        toc.read_text().replace("      - file: book/status\n", "      - file: book/claims\n      - file: book/status\n")
+    )
     assert site.check_toc(toy) == before
 
 
@@ -103,7 +111,9 @@ def test_clean_executed_flags_nan_in_tables():
     problems = site.clean_executed(_nb(html))
     assert len(problems) == 1 and "2 NaN/None cell(s)" in problems[0]
     clean = df.astype(object).fillna("—")
-    ok = nbformat.v4.new_output("execute_result", data={"text/html": clean.to_html(), "text/plain": str(clean)}, execution_count=1)
+    ok = nbformat.v4.new_output(
+        "execute_result", data={"text/html": clean.to_html(), "text/plain": str(clean)}, execution_count=1
+    )
     md = nbformat.v4.new_output("display_data", data={"text/markdown": "| a | b |\n|---|---|\n| 1 | — |\n"})
     assert site.clean_executed(_nb(ok, md)) == []
     assert site.clean_executed(_nb(nbformat.v4.new_output("display_data", data={"text/markdown": "| a |\n|---|\n| nan |\n"})))
@@ -119,15 +129,27 @@ def test_verdict_box_goes_after_the_claim_and_the_claim_check_gets_a_label():
     assert site._label_heading(nb, "Claim check", site.claim_label("01-x"))
     assert nb.cells[2].source == "Some text.\n\n(claim-check-01-x)=\n## Claim check\n\nThe rule."
     assert not site._label_heading(nb, "Nowhere", "x")
-    payload = {"claims": [
-        {"id": "o", "claim": "an own property", "kind": "own", "verdict": "holds", "ours": "3/3", "decisions": {}},
-        {"id": "p", "claim": "A beats B (on the paper's benchmark; details follow)", "kind": "paper", "verdict": "undecided",
-         "ours": "x", "decisions": {"better": {"stats": {"effect": 0.5, "ci_low": -0.1, "ci_high": 1.1, "smallest_effect": 1.0,
-                                                          "unit": " pp"}}}},
-    ]}
+    payload = {
+        "claims": [
+            {"id": "o", "claim": "an own property", "kind": "own", "verdict": "holds", "ours": "3/3", "decisions": {}},
+            {
+                "id": "p",
+                "claim": "A beats B (on the paper's benchmark; details follow)",
+                "kind": "paper",
+                "verdict": "undecided",
+                "ours": "x",
+                "decisions": {
+                    "better": {"stats": {"effect": 0.5, "ci_low": -0.1, "ci_high": 1.1, "smallest_effect": 1.0, "unit": " pp"}}
+                },
+            },
+        ]
+    }
     box = site.verdict_box("01-x", [payload], label="claim-check-01-x")
     assert box.index("A beats B") < box.index("an own property"), "paper claims first"
-    assert "| A beats B (on the paper's benchmark; details follow) | paper | *undecided* | +0.5 [-0.1, +1.1] pp, δ " in box and "| an own property | own | holds | 3/3 |" in box
+    assert (
+        "| A beats B (on the paper's benchmark; details follow) | paper | *undecided* | +0.5 [-0.1, +1.1] pp, δ " in box
+        and "| an own property | own | holds | 3/3 |" in box
+    )
     assert "{ref}`Claim check <claim-check-01-x>`" in box
     assert site.verdict_box("01-x", [{"claims": [], "mismatch": False}]) == ""
     site._after_claim(nb, box)
@@ -172,17 +194,25 @@ def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("built") / "repo"
     (root / "book" / "01-toy").mkdir(parents=True)
     toy = conftest.GOOD.replace("\nThe identity", "\n## The claim\n\nThe identity").replace(
-        "```{code-cell} ipython3\n:tags: [parameters]", "## Parameters\n\n```{code-cell} ipython3\n:tags: [parameters]")
-    toy = toy.replace("```{code-cell} ipython3\nfrom icml26 import bcp", "## Claim check\n\n```{code-cell} ipython3\nfrom icml26 import bcp")
+        "```{code-cell} ipython3\n:tags: [parameters]", "## Parameters\n\n```{code-cell} ipython3\n:tags: [parameters]"
+    )
+    toy = toy.replace(
+        "```{code-cell} ipython3\nfrom icml26 import bcp", "## Claim check\n\n```{code-cell} ipython3\nfrom icml26 import bcp"
+    )
     long = 'claims = [chapter.Claim(id="one", claim="one is one", kind="paper", paper="1", ours=str(1 + seed + extra), checks={"equal": chapter.exact(1 + seed + extra == 1, "arithmetic on the seed")})]'
     assert long in toy
-    toy = toy.replace(long, 'claims = [\n    chapter.Claim(\n        id="one", claim="one is one", kind="paper", paper="1", ours=str(1 + seed + extra),\n'
-                      '        checks={"equal": chapter.exact(1 + seed + extra == 1, "arithmetic on the seed")},\n    )\n]')  # lines that fit the column
+    toy = toy.replace(
+        long,
+        'claims = [\n    chapter.Claim(\n        id="one", claim="one is one", kind="paper", paper="1", ours=str(1 + seed + extra),\n'
+        '        checks={"equal": chapter.exact(1 + seed + extra == 1, "arithmetic on the seed")},\n    )\n]',
+    )  # lines that fit the column
     toy = toy.replace("  # noqa: F401  (the toy's cache key covers src/icml26/bcp.py)", "  # noqa: F401")
     (root / "book" / "01-toy" / "toy.md").write_text(toy)
     (root / "book" / "02-bad").mkdir()
     (root / "book" / "02-bad" / "bad.md").write_text(conftest.BAD)
-    (root / "_toc.yml").write_text(conftest.TOC.replace("      - file: book/status\n", "      - file: book/claims\n      - file: book/status\n"))
+    (root / "_toc.yml").write_text(
+        conftest.TOC.replace("      - file: book/status\n", "      - file: book/claims\n      - file: book/status\n")
+    )
     shutil.copy2(ROOT / "_config.yml", root / "_config.yml")
     shutil.copytree(ROOT / "book" / "_static", root / "book" / "_static")
     for page in ("intro.md", "status.md", "claims.md"):
@@ -209,7 +239,7 @@ def test_partial_build_renders_what_ran_and_names_the_command_for_the_rest(built
     toy = _text(html / "book" / "01-toy" / "toy.html")
     assert "one is one" in toy
     # the verdicts open the chapter, after "The claim" and before "Parameters"; the front page links to the claim check
-    body = toy[toy.index("Rerun this chapter"):]  # the page's body (the page's own contents list comes before it)
+    body = toy[toy.index("Rerun this chapter") :]  # the page's body (the page's own contents list comes before it)
     assert body.index("The claim") < body.index("The verdicts of this run") < body.index("Parameters")
     intro_html = (html / "book" / "intro.html").read_text()
     assert 'href="01-toy/toy.html#claim-check-01-toy"' in intro_html and 'href="claims.html"' in intro_html
@@ -241,8 +271,10 @@ def test_build_loads_nothing_from_the_network_and_bundles_mathjax(built):
 def test_external_assets_finds_a_cdn_script(tmp_path):
     from icml26.book.check_site import external_assets
 
-    (tmp_path / "a.html").write_text('<html><head><script src="https://cdn.example/x.js"></script>'
-                                     '<link rel="stylesheet" href="//cdn.example/y.css"><img src="z.png"></head></html>')
+    (tmp_path / "a.html").write_text(
+        '<html><head><script src="https://cdn.example/x.js"></script>'
+        '<link rel="stylesheet" href="//cdn.example/y.css"><img src="z.png"></head></html>'
+    )
     assert external_assets(tmp_path) == ["a.html: script https://cdn.example/x.js", "a.html: link //cdn.example/y.css"]
 
 
@@ -271,7 +303,14 @@ def test_check_site_catches_what_a_reader_would_see_broken(tmp_path):
     report = check_site(tmp_path)
     text = "\n".join(report.problems)
     assert not report.ok and report.pages == 2 and report.external_links == 1
-    for needle in ("broken image: missing.png", "JavaScript error", "kaput", "math left unrendered", "nope.html: no such file", "no anchor #gone"):
+    for needle in (
+        "broken image: missing.png",
+        "JavaScript error",
+        "kaput",
+        "math left unrendered",
+        "nope.html: no such file",
+        "no anchor #gone",
+    ):
         assert needle in text, report.summary()
     assert "#here" not in text
 
@@ -322,7 +361,8 @@ def test_claims_data_matches_the_records(toy, tmp_path):
     data = json.loads(jf.read_text())
     payload = json.loads((toy.results_dir() / "full" / "01-toy" / "main.json").read_text())
     assert [(c["chapter"], c["id"], c["verdict"], c["kind"]) for c in data["claims"]] == [
-        ("01-toy", r["id"], r["verdict"], r["kind"]) for r in payload["claims"]]
+        ("01-toy", r["id"], r["verdict"], r["kind"]) for r in payload["claims"]
+    ]
     assert data["claims"][0]["run_key"] == payload["run_key"] and data["claims"][0]["checks"]["equal"]["outcome"] == "supports"
     table = pd.read_csv(cf)
     assert list(table.columns) == list(site.CLAIM_COLUMNS) and table.loc[0, "verdict"] == "reproduced"
@@ -407,11 +447,14 @@ def test_notebook_reader_and_writer_match_nbformat():
     import nbformat
 
     nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"}})
-    code = nbformat.v4.new_code_cell("x = 1\nprint(x)\n", outputs=[
-        nbformat.v4.new_output("stream", name="stdout", text="1\n2\n"),
-        nbformat.v4.new_output("display_data", data={"text/plain": "a\nb", "text/html": "<p>\n</p>", "image/png": "iVBO"}),
-        nbformat.v4.new_output("execute_result", data={"application/json": {"k": [1, 2]}}, execution_count=1),
-    ])
+    code = nbformat.v4.new_code_cell(
+        "x = 1\nprint(x)\n",
+        outputs=[
+            nbformat.v4.new_output("stream", name="stdout", text="1\n2\n"),
+            nbformat.v4.new_output("display_data", data={"text/plain": "a\nb", "text/html": "<p>\n</p>", "image/png": "iVBO"}),
+            nbformat.v4.new_output("execute_result", data={"application/json": {"k": [1, 2]}}, execution_count=1),
+        ],
+    )
     md_cell = nbformat.v4.new_markdown_cell("# T\n\nmore", attachments={"a.svg": {"image/svg+xml": "<svg>\n</svg>"}})
     nb.cells = [md_cell, code]
     text = nbformat.writes(nb)

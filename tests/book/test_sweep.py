@@ -51,7 +51,9 @@ def test_sweep_on_a_local_cluster_caches_and_names_failures(toy):
     assert "01-toy" not in sw.load_sweep_claims(toy, "ci")
     from icml26.book import site
 
-    assert "2 stored sweep task(s) at `ci` ran an earlier version of their chapter (chapters 01)" in site.scorecard_markdown(toy, "ci")
+    assert "2 stored sweep task(s) at `ci` ran an earlier version of their chapter (chapters 01)" in site.scorecard_markdown(
+        toy, "ci"
+    )
 
 
 @contextlib.contextmanager
@@ -60,16 +62,48 @@ def _scheduler_and_worker(tmp_path, worker_env=None):
     sched_file = tmp_path / "scheduler.json"
     procs = []
     try:
-        procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
-                                       "--no-dashboard", "--scheduler-file", str(sched_file)],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        procs.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "distributed.cli.dask_scheduler",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    "0",
+                    "--no-dashboard",
+                    "--scheduler-file",
+                    str(sched_file),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
         deadline = time.time() + 60
         while not sched_file.exists() and time.time() < deadline:
             time.sleep(0.2)
         address = json.loads(sched_file.read_text())["address"]
-        procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--host", "127.0.0.1",
-                                       "--nthreads", "1", "--no-dashboard", "--local-directory", str(tmp_path / "w")],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=worker_env))
+        procs.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "distributed.cli.dask_worker",
+                    address,
+                    "--host",
+                    "127.0.0.1",
+                    "--nthreads",
+                    "1",
+                    "--no-dashboard",
+                    "--local-directory",
+                    str(tmp_path / "w"),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=worker_env,
+            )
+        )
         yield address
     finally:
         for p in reversed(procs):
@@ -151,18 +185,27 @@ def test_pooled_claim_equals_the_decision_on_all_replicates():
     pooled = sw.pool_claim(rows)
     direct = chapter.paired_effect(np.r_[a0, a1], np.r_[b0, b1], smallest_effect=0.5, basis="stated")
     st = pooled["checks"]["better"]["stats"]
-    assert (st["effect"], st["ci_low"], st["ci_high"], st["n"]) == (direct.stats["effect"], direct.stats["ci_low"], direct.stats["ci_high"], 6)
+    assert (st["effect"], st["ci_low"], st["ci_high"], st["n"]) == (
+        direct.stats["effect"],
+        direct.stats["ci_low"],
+        direct.stats["ci_high"],
+        6,
+    )
     assert pooled["verdict"] == chapter.verdict({"better": direct})
     # with K planned looks the pooled decision is taken at alpha / K: a wider interval
     wide = sw.pool_claim(rows, looks=4)["checks"]["better"]["stats"]
     assert wide["alpha"] == 0.05 / 4 and wide["ci_high"] - wide["ci_low"] > st["ci_high"] - st["ci_low"]
     # a control that fails in one seed and holds in the other is undecided over seeds: so is the claim
-    ctl = [(0, _row(a0, b0, [0, 1, 2], control={"learns": chapter.exact(True, "x")})),
-           (1, _row(a1, b1, [1000, 1001, 1002], control={"learns": chapter.exact(False, "x")}))]
+    ctl = [
+        (0, _row(a0, b0, [0, 1, 2], control={"learns": chapter.exact(True, "x")})),
+        (1, _row(a1, b1, [1000, 1001, 1002], control={"learns": chapter.exact(False, "x")})),
+    ]
     assert sw.pool_claim(ctl)["verdict"] == "undecided"
     # a control that fails in every seed makes the pooled claim untestable here, never undecided
-    both = [(0, _row(a0, b0, [0, 1, 2], control={"learns": chapter.exact(False, "x")})),
-            (1, _row(a1, b1, [1000, 1001, 1002], control={"learns": chapter.exact(False, "x")}))]
+    both = [
+        (0, _row(a0, b0, [0, 1, 2], control={"learns": chapter.exact(False, "x")})),
+        (1, _row(a1, b1, [1000, 1001, 1002], control={"learns": chapter.exact(False, "x")})),
+    ]
     assert sw.pool_claim(both)["verdict"] == "untestable here"
     # a claim untestable by construction stays so when pooled, with its reason
     built = [(s, {**r, "untestable": "same argmax in both arms", "to_test": "another model"}) for s, r in rows]
@@ -206,11 +249,17 @@ def test_a_worker_with_another_library_is_refused(toy, tmp_path):
 
 def test_sweep_params_are_checked_and_kept_apart(toy):
     chapters = toy.select(["01"])
-    with pytest.raises(ValueError, match=r"chapter 01-toy has no parameter 'n_seeds'; its parameters cell defines extra, scale, seed"):
+    with pytest.raises(
+        ValueError, match=r"chapter 01-toy has no parameter 'n_seeds'; its parameters cell defines extra, scale, seed"
+    ):
         sw.check_params(toy, chapters, {"n_seeds": 5})
     sw.check_params(toy, chapters, {"extra": 1})
     default, other = sw.task_dir(toy, "ci", 0, "01-toy"), sw.task_dir(toy, "ci", 0, "01-toy", {"extra": 1})
-    assert default.name == "01-toy" and other.name.startswith("01-toy+") and other != sw.task_dir(toy, "ci", 0, "01-toy", {"extra": 2})
+    assert (
+        default.name == "01-toy"
+        and other.name.startswith("01-toy+")
+        and other != sw.task_dir(toy, "ci", 0, "01-toy", {"extra": 2})
+    )
     # a damaged record is ignored with a warning, never a crash
     other.mkdir(parents=True)
     (other / "run.json").write_text("{not json")
@@ -225,8 +274,18 @@ def test_the_scorecard_names_tasks_with_other_parameters(toy):
 
     d = sw.task_dir(toy, "ci", 0, "01-toy", {"extra": 1})
     d.mkdir(parents=True)
-    rec = sw.SweepRecord(chapter="01-toy", scale="ci", seed=0, params={"extra": 1}, key="k", status="ok", wall_s=1.0,
-                         error=None, finished="2026-12-01 00:00:00", worker="w")
+    rec = sw.SweepRecord(
+        chapter="01-toy",
+        scale="ci",
+        seed=0,
+        params={"extra": 1},
+        key="k",
+        status="ok",
+        wall_s=1.0,
+        error=None,
+        finished="2026-12-01 00:00:00",
+        worker="w",
+    )
     (d / "run.json").write_text(json.dumps(asdict(rec)))
     ch = toy.select(["01"])[0]
     toy.execute(ch, "ci", 0, progress=False)
@@ -242,7 +301,9 @@ def test_pooling_with_a_smallest_effect_that_varies_by_seed():
     rows = []
     for s, delta in ((0, 0.074), (1, 0.076)):  # a rule relative to each seed's measured baseline
         a, b = rng.normal(0.5, 0.1, 3), np.zeros(3)
-        dec = chapter.paired_effect(a, b, smallest_effect=delta, basis="7.5 % of our baseline", replicates=[s * 1000 + k for k in range(3)])
+        dec = chapter.paired_effect(
+            a, b, smallest_effect=delta, basis="7.5 % of our baseline", replicates=[s * 1000 + k for k in range(3)]
+        )
         from dataclasses import asdict
 
         c = chapter.Claim(id="c", claim="c", kind="paper", paper="", ours="", checks={"better": dec})

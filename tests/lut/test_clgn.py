@@ -25,7 +25,7 @@ def test_conv_lut_equals_the_lut_applied_at_every_position():
     xp = torch.nn.functional.pad(x, (1, 1, 1, 1))
     for i in range(4):
         for j in range(5):
-            patch = xp[:, :, i:i + 2, j:j + 2].reshape(2, -1)  # (c, ki, kj) order
+            patch = xp[:, :, i : i + 2, j : j + 2].reshape(2, -1)  # (c, ki, kj) order
             torch.testing.assert_close(y[:, :, i, j], conv.lut(patch))
 
 
@@ -37,7 +37,7 @@ def test_conv_lut_shares_tables_gradient_is_the_sum_over_positions():
     conv.lut.luts.grad = None
     patches = torch.nn.functional.unfold(x, 2).transpose(1, 2).reshape(4, 4)
     for p in range(4):
-        conv.lut(patches[p:p + 1]).sum().backward()
+        conv.lut(patches[p : p + 1]).sum().backward()
     torch.testing.assert_close(total, conv.lut.luts.grad)
 
 
@@ -58,12 +58,12 @@ def test_groupsum_matches_dwn_padding_and_learnable_starts_equal():
 def test_hierarchical_freezes_features_and_costs_less():
     d = lut.load_digits_bits(2, test_size=0.5, random_state=0)
     model = lut.clgn_net((2, 8, 8), 4, [40], n=4, pool=2, random_state=0)
-    hist = lut.fit_hierarchical(model, d["X_train"], d["y_train"], stage_epochs=(1, 2), batch_size=128,
-                                X_eval=d["X_test"], y_eval=d["y_test"])
+    hist = lut.fit_hierarchical(
+        model, d["X_train"], d["y_train"], stage_epochs=(1, 2), batch_size=128, X_eval=d["X_test"], y_eval=d["y_test"]
+    )
     assert hist["stage"] == [1.0, 2.0, 2.0] and np.isnan(hist["acc"][0]) and hist["acc"][-1] > 0.2
     e2e = lut.clgn_net((2, 8, 8), 4, [40], n=4, pool=2, random_state=0)
-    h2 = lut.fit_lut_model(e2e, d["X_train"], d["y_train"], epochs=3, batch_size=128,
-                           cost_per_sample=lut.lut_training_cost(e2e))
+    h2 = lut.fit_lut_model(e2e, d["X_train"], d["y_train"], epochs=3, batch_size=128, cost_per_sample=lut.lut_training_cost(e2e))
     assert hist["cost"][-1] < h2["cost"][-1]
     # stage 2 did not move the frozen conv tables
     m2 = lut.clgn_net((2, 8, 8), 4, [40], n=4, pool=2, random_state=0)

@@ -18,7 +18,6 @@ from icml26 import lut
 torch.set_num_threads(1)
 
 
-
 def _toy_layer(alpha=None, beta=None, n=3):
     mapping = torch.tensor([[0, 1, 2], [3, 1, 4]])[:, :n]
     layer = lut.LUTLayer(5, 2, n, mapping, alpha=alpha, beta=beta, ste=False, random_state=3)

@@ -49,8 +49,10 @@ def test_efd_tables_with_a_negative_alpha_are_a_clear_error():
 
 @covers("lut.encoding.ThermometerEncoder")
 @FAST
-@given(X=arrays(float, st.tuples(st.integers(1, 4), st.integers(1, 3)), elements=st.sampled_from([0.0, 1.0, np.nan, np.inf])),
-       k=bad_counts)
+@given(
+    X=arrays(float, st.tuples(st.integers(1, 4), st.integers(1, 3)), elements=st.sampled_from([0.0, 1.0, np.nan, np.inf])),
+    k=bad_counts,
+)
 def test_thermometer_bad_inputs(X, k):
     rejects(lut.ThermometerEncoder, k)
     rejects(lut.ThermometerEncoder, 3, method="quantum", match="method")
@@ -69,16 +71,27 @@ def test_thermometer_bad_inputs(X, k):
 
 @covers("lut.efd.lut_addresses")
 @FAST
-@given(bits=st.one_of(not_tensors, st.just(torch.zeros(2, 3)), st.just(torch.zeros(2, 3, 0)), st.just(torch.zeros(1, 2, 60)),
-                      st.just(torch.full((1, 2, 3), float("nan")))))
+@given(
+    bits=st.one_of(
+        not_tensors,
+        st.just(torch.zeros(2, 3)),
+        st.just(torch.zeros(2, 3, 0)),
+        st.just(torch.zeros(1, 2, 60)),
+        st.just(torch.full((1, 2, 3), float("nan"))),
+    )
+)
 def test_lut_addresses_bad_inputs(bits):
     rejects(lut.lut_addresses, bits)
 
 
 @covers("lut.efd.efd_input_tables", "lut.efd.efd_compressed_tables", "lut.efd.efd_input_tables_bruteforce")
 @FAST
-@given(alpha=st.one_of(bad_reals, st.just(0.0)), beta=st.one_of(bad_reals, st.just(1.5)),
-       width=st.sampled_from([3, 5, 6, 1]), bad=st.sampled_from([np.nan, np.inf]))
+@given(
+    alpha=st.one_of(bad_reals, st.just(0.0)),
+    beta=st.one_of(bad_reals, st.just(1.5)),
+    width=st.sampled_from([3, 5, 6, 1]),
+    bad=st.sampled_from([np.nan, np.inf]),
+)
 def test_efd_bad_tables_and_constants(alpha, beta, width, bad):
     ok = torch.zeros(2, 4)
     for fn in (lut.efd_input_tables, lut.efd_compressed_tables):
@@ -262,8 +275,13 @@ def test_bit_networks_bad_inputs(X, nets):
 # ----------------------------------------------------------------------------- digits helpers
 
 
-@covers("lut.digits.load_digits_bits", "lut.digits.build_digits_model", "lut.digits.run_digits", "lut.digits.SmallCNN",
-        "lut.digits.load_npz_bits")
+@covers(
+    "lut.digits.load_digits_bits",
+    "lut.digits.build_digits_model",
+    "lut.digits.run_digits",
+    "lut.digits.SmallCNN",
+    "lut.digits.load_npz_bits",
+)
 @FAST
 @given(k=bad_counts, size=st.sampled_from([0.0, 1.0, -0.2, np.nan]))
 def test_digits_helpers_bad_inputs(k, size, tmp_path_factory):

@@ -7,7 +7,9 @@ from docsections import undocumented
 
 import icml26.lut
 
-MODULES = sorted(m.name for m in pkgutil.iter_modules(icml26.lut.__path__, "icml26.lut.") if not m.name.rsplit(".", 1)[-1].startswith("_"))
+MODULES = sorted(
+    m.name for m in pkgutil.iter_modules(icml26.lut.__path__, "icml26.lut.") if not m.name.rsplit(".", 1)[-1].startswith("_")
+)
 
 
 @pytest.mark.parametrize("module", MODULES)

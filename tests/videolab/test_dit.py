@@ -17,8 +17,11 @@ SMALL = dict(in_channels=3, patch=4, dim=32, depth=2, heads=4)
 
 def _cond(b=2, t=4, s=8, r=2, w=5, da=8, seed=0):
     g = torch.Generator().manual_seed(seed)
-    return D.DiTConditions(refs=torch.randn(b, r, 3, s, s, generator=g), pose=torch.randn(b, 3, t, s, s, generator=g),
-                           audio=torch.randn(b, t, w, da, generator=g))
+    return D.DiTConditions(
+        refs=torch.randn(b, r, 3, s, s, generator=g),
+        pose=torch.randn(b, 3, t, s, s, generator=g),
+        audio=torch.randn(b, t, w, da, generator=g),
+    )
 
 
 def test_patchify_round_trip_and_shapes():
@@ -53,7 +56,9 @@ def test_euler_sampler_reaches_the_point_mass_exactly():
         def forward(self, x_t, t, cond=None):
             return (x_t - mu) / t.view(-1, 1, 1, 1, 1)
 
-    out = D.euler_sample(Oracle(D.DiTConfig(in_channels=2, patch=2, dim=8, depth=1, heads=2)), (1, 2, 3, 4, 4), steps=5, random_state=0)
+    out = D.euler_sample(
+        Oracle(D.DiTConfig(in_channels=2, patch=2, dim=8, depth=1, heads=2)), (1, 2, 3, 4, 4), steps=5, random_state=0
+    )
     assert torch.allclose(out, mu, atol=1e-5)
 
 
@@ -201,9 +206,20 @@ def test_seeded_initialisation():
 # ----------------------------------------------------------------------------- bad input
 @covers("videolab.dit.DiTConfig")
 @settings(max_examples=20, deadline=None, derandomize=True)
-@given(st.sampled_from([dict(dim=30, heads=4), dict(refs="tokens"), dict(audio="local"), dict(patch=0),
-                        dict(audio_layers=(5,)), dict(mlp_ratio=-1.0), dict(pose="yes"),
-                        dict(absent_refs="skip")]))
+@given(
+    st.sampled_from(
+        [
+            dict(dim=30, heads=4),
+            dict(refs="tokens"),
+            dict(audio="local"),
+            dict(patch=0),
+            dict(audio_layers=(5,)),
+            dict(mlp_ratio=-1.0),
+            dict(pose="yes"),
+            dict(absent_refs="skip"),
+        ]
+    )
+)
 def test_bad_configs_are_rejected(kw):
     rejects(D.DiTConfig, **kw)
 
@@ -224,8 +240,12 @@ def test_bad_inputs_to_the_model():
     rejects(m.timeline, x, "cond", match="DiTConditions")
 
 
-@covers("videolab.dit.flow_matching_loss", "videolab.dit.flow_matching_step", "videolab.dit.train_flow_matching",
-        "videolab.dit.euler_sample")
+@covers(
+    "videolab.dit.flow_matching_loss",
+    "videolab.dit.flow_matching_step",
+    "videolab.dit.train_flow_matching",
+    "videolab.dit.euler_sample",
+)
 def test_bad_inputs_to_training_and_sampling():
     m = D.TinyDiT(D.DiTConfig(**SMALL))
     x = torch.randn(2, 3, 4, 8, 8)
@@ -279,7 +299,9 @@ def test_flat_adamw_equals_torch_adamw_bit_for_bit():
     groups = lambda ps: [{"params": ps[:3], "lr": 0.05}, {"params": ps[3:], "lr": 0.2}]  # noqa: E731
     opt = D._FlatAdamW(groups(ours), weight_decay=0.01)
     topt = torch.optim.AdamW(groups(ref), lr=0.05, weight_decay=0.01, foreach=False)
-    assert not D._FlatAdamW.supports([{"params": [nn.Parameter(torch.zeros(2)), nn.Parameter(torch.zeros(2, dtype=torch.float64))]}])
+    assert not D._FlatAdamW.supports(
+        [{"params": [nn.Parameter(torch.zeros(2)), nn.Parameter(torch.zeros(2, dtype=torch.float64))]}]
+    )
     for k in range(12):
         for o in (opt, topt):
             o.zero_grad(set_to_none=True)
@@ -311,7 +333,9 @@ def test_train_flow_matching_default_optimizer_equals_torch_adamw():
     a = D.TinyDiT(cfg, random_state=4)
     la = D.train_flow_matching(a, batches, 8, **kw)
     b = D.TinyDiT(cfg, random_state=4)
-    lb = D.train_flow_matching(b, batches, 8, optimizer=torch.optim.AdamW(_torch_adamw_groups(b, 3e-3, 4.0), weight_decay=0.05), **kw)
+    lb = D.train_flow_matching(
+        b, batches, 8, optimizer=torch.optim.AdamW(_torch_adamw_groups(b, 3e-3, 4.0), weight_decay=0.05), **kw
+    )
     assert la == lb
     for (n, p), q in zip(a.state_dict().items(), b.state_dict().values()):
         assert torch.equal(p, q), n
@@ -328,7 +352,7 @@ def test_cached_position_tables_equal_fresh_ones():
     assert torch.equal(D._shifted_pos_table(10, 2, 4, 4, 64, cpu), shifted)
     for t0 in (0, 2):
         pe = D._pos_embed_3d(8, 1, 1, 64, t0=t0)[:, 0].clone()
-        pe[:, 64 - 2 * (2 * ((64 // 3) // 2)):] = 0.0
+        pe[:, 64 - 2 * (2 * ((64 // 3) // 2)) :] = 0.0
         assert torch.equal(D._frame_code(8, 64, t0, cpu), pe)
     half = 13
     assert torch.equal(D._freqs(half, cpu), torch.exp(-np.log(10000.0) * torch.arange(half, dtype=torch.float32) / half))

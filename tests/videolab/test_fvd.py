@@ -64,8 +64,14 @@ def test_fd_bad_inputs(d):
     rejects(fvd.feature_frechet_distance, np.zeros((5, d)), np.zeros((5, d + 1)))
 
 
-@covers("videolab.fvd.VideoClassifier3D", "videolab.fvd.train_video_classifier", "videolab.fvd.video_features",
-        "videolab.fvd.video_frechet_distance", "videolab.fvd.classifier_accuracy", "videolab.fvd.classifier_confidence")
+@covers(
+    "videolab.fvd.VideoClassifier3D",
+    "videolab.fvd.train_video_classifier",
+    "videolab.fvd.video_features",
+    "videolab.fvd.video_frechet_distance",
+    "videolab.fvd.classifier_accuracy",
+    "videolab.fvd.classifier_confidence",
+)
 def test_classifier_bad_inputs():
     rejects(fvd.VideoClassifier3D, n_classes=1)
     x = np.zeros((4, 3, 8, 16, 16), np.float32)
@@ -102,8 +108,12 @@ def test_float_labels_are_not_truncated():
     assert 0.0 <= fvd.classifier_accuracy(m, x, np.array([0.0, 1.0, 2.0, 3.0])) <= 1.0
 
 
-@covers("videolab.sprites.make_sprite_clips", "videolab.sprites.load_video_array", "videolab.sprites.SpriteClips",
-        "videolab.sprites.sprite_templates")
+@covers(
+    "videolab.sprites.make_sprite_clips",
+    "videolab.sprites.load_video_array",
+    "videolab.sprites.SpriteClips",
+    "videolab.sprites.sprite_templates",
+)
 def test_sprites_bad_inputs(tmp_path):
     rejects(sprites.make_sprite_clips, 0)
     rejects(sprites.make_sprite_clips, 2, size=4)
@@ -150,6 +160,12 @@ def test_shuffle_and_features_bad_inputs():
     rejects(fvd.features_and_probs, "model", np.zeros((2, 3, 8, 16, 16), np.float32))
     rejects(fvd.features_and_probs, fvd.VideoClassifier3D(), np.full((2, 3, 8, 16, 16), np.nan, np.float32))
     rejects(fvd.train_video_classifier, np.zeros((4, 3, 8, 16, 16), np.float32), np.zeros(4, int), motion_task=1)
-    rejects(fvd.train_video_classifier, np.zeros((4, 3, 8, 16, 16), np.float32), np.zeros(4, int), motion_task=True,
-            motion_weight=0.0, match="motion_weight")
+    rejects(
+        fvd.train_video_classifier,
+        np.zeros((4, 3, 8, 16, 16), np.float32),
+        np.zeros(4, int),
+        motion_task=True,
+        motion_weight=0.0,
+        match="motion_weight",
+    )
     rejects(fvd.VideoClassifier3D, motion_head="yes")

@@ -134,11 +134,7 @@ class CaseResult:
         """
         _positive(time_limit_ms, "time_limit_ms")
         _positive(memory_limit_kb, "memory_limit_kb")
-        return bool(
-            self.status == "OK"
-            and self.cpu_ms <= time_limit_ms
-            and self.memory_kb(metric) <= memory_limit_kb
-        )
+        return bool(self.status == "OK" and self.cpu_ms <= time_limit_ms and self.memory_kb(metric) <= memory_limit_kb)
 
 
 def run_case(
@@ -236,7 +232,7 @@ def run_case(
         if "MemoryError" in proc.stderr:
             return CaseResult("MLE", detail="MemoryError at the address-space cap")
         return CaseResult("RE", detail=f"exit code {rc}: {tail[0][:200]}")
-    res = json.loads(line[len(MARK):])
+    res = json.loads(line[len(MARK) :])
     if res["status"] != "OK":
         return CaseResult(res["status"], detail=res.get("detail", ""))
     peak = res["peak_kb"] if res["peak_kb"] is not None else math.nan
@@ -316,13 +312,13 @@ class ProgramRecord:
         if (
             not isinstance(self.cases, (list, tuple))
             or not self.cases
-            or not all(isinstance(row, (list, tuple)) and row and all(isinstance(c, CaseResult) for c in row) for row in self.cases)
+            or not all(
+                isinstance(row, (list, tuple)) and row and all(isinstance(c, CaseResult) for c in row) for row in self.cases
+            )
         ):
             raise TypeError("cases must be a non-empty list (one per scale) of non-empty lists of CaseResult")
 
-    def pass_matrix(
-        self, time_limit_ms: float, memory_kb: np.ndarray, metric: MemoryMetric = "minflt"
-    ) -> np.ndarray:
+    def pass_matrix(self, time_limit_ms: float, memory_kb: np.ndarray, metric: MemoryMetric = "minflt") -> np.ndarray:
         """``P[i, j] = 1`` iff every case of scale ``i`` is accepted under level ``j``'s limit.
 
         Parameters
@@ -349,7 +345,9 @@ class ProgramRecord:
         except (TypeError, ValueError):
             raise TypeError("memory_kb must be an array of numbers (n_scales, n_levels)") from None
         if memory_kb.ndim != 2 or memory_kb.size == 0 or not np.all(np.isfinite(memory_kb)) or np.any(memory_kb <= 0):
-            raise ValueError(f"memory_kb must be a 2-D table (n_scales, n_levels) of finite positive limits, got shape {memory_kb.shape}")
+            raise ValueError(
+                f"memory_kb must be a 2-D table (n_scales, n_levels) of finite positive limits, got shape {memory_kb.shape}"
+            )
         n_scales, n_levels = memory_kb.shape
         if len(self.cases) != n_scales:
             raise ValueError(f"record has {len(self.cases)} scales, the limit table {n_scales}")
@@ -502,15 +500,19 @@ class Harness:
                 if dead:
                     row.append(CaseResult("SKIP", detail="a smaller scale already failed"))
                     continue
-                res = run_case(
-                    code,
-                    kwargs,
-                    expected,
-                    hard_cpu_s=self.hard_factor * tl / 1000.0,
-                    address_space_mb=self.address_space_mb,
-                    repeats=self.repeats,
-                    measure_memory=self.metric == "tracemalloc",
-                ) if code.strip() else CaseResult("CE", detail="empty program")
+                res = (
+                    run_case(
+                        code,
+                        kwargs,
+                        expected,
+                        hard_cpu_s=self.hard_factor * tl / 1000.0,
+                        address_space_mb=self.address_space_mb,
+                        repeats=self.repeats,
+                        measure_memory=self.metric == "tracemalloc",
+                    )
+                    if code.strip()
+                    else CaseResult("CE", detail="empty program")
+                )
                 row.append(res)
                 if self.short_circuit and (res.status in _LEVEL_FREE_FAILURES or res.cpu_ms > tl):
                     dead = True

@@ -352,7 +352,9 @@ def dual_at_k_suite(
     denom = np.einsum("kij,tij->tk", W, F.astype(float))  # (n_tasks, n_kinds)
     if np.any(denom <= 0):
         t, kd = np.argwhere(denom <= 0)[0]
-        raise ValueError(f"task {t}: no feasible cell has {KINDS[kd]} weight: no standard solution passes the ({KINDS[kd]}) subtasks")
+        raise ValueError(
+            f"task {t}: no feasible cell has {KINDS[kd]} weight: no standard solution passes the ({KINDS[kd]}) subtasks"
+        )
     out: dict[str, np.ndarray] = {}
     for k in ks:
         Ak = 1.0 - (1.0 - A) ** k  # (n_tasks, n_i, n_j)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 # --------------------------------------------------------------------------- range_max
 RANGE_MAX = {
-    "sparse_table": '''
+    "sparse_table": """
 class Solution:
     def solve(self, a, queries):
         # sparse table: O(n log n) memory, O(1) per query
@@ -35,8 +35,8 @@ class Solution:
             x, y = row[l], row[r - (1 << k) + 1]
             total += x if x > y else y
         return total
-''',
-    "sqrt_blocks": '''
+""",
+    "sqrt_blocks": """
 class Solution:
     def solve(self, a, queries):
         # block maxima: O(sqrt n) memory, O(sqrt n) per query
@@ -63,8 +63,8 @@ class Solution:
                         m = blocks[x]
             total += m
         return total
-''',
-    "scan": '''
+""",
+    "scan": """
 from itertools import islice
 class Solution:
     def solve(self, a, queries):
@@ -73,10 +73,10 @@ class Solution:
         for l, r in queries:
             total += max(islice(a, l, r + 1))
         return total
-''',
+""",
 }
 RANGE_MAX_CANDIDATES = {
-    "time_hungry": '''
+    "time_hungry": """
 class Solution:
     def solve(self, a, queries):
         n = len(a)
@@ -95,8 +95,8 @@ class Solution:
             k = logs[r - l + 1]
             answers.append(max(levels[k][l], levels[k][r - (1 << k) + 1]))
         return sum(answers)
-''',
-    "space_slow": '''
+""",
+    "space_slow": """
 class Solution:
     def solve(self, a, queries):
         total = 0
@@ -107,8 +107,8 @@ class Solution:
                     best = a[i]
             total += best
         return total
-''',
-    "brute": '''
+""",
+    "brute": """
 class Solution:
     def solve(self, a, queries):
         results = []
@@ -116,8 +116,8 @@ class Solution:
             window = sorted(a[l:r + 1])
             results.append(window[-1])
         return sum(results)
-''',
-    "buggy": '''
+""",
+    "buggy": """
 class Solution:
     def solve(self, a, queries):
         n = len(a)
@@ -134,12 +134,12 @@ class Solution:
             x, y = row[l], row[r - (1 << k) + 1]
             total += x if x > y else y
         return total
-''',
+""",
 }
 
 # --------------------------------------------------------------------------- pair_count
 PAIR_COUNT = {
-    "hash_count": '''
+    "hash_count": """
 class Solution:
     def solve(self, a, target):
         # one pass with a dictionary of counts: O(n) time and memory
@@ -149,8 +149,8 @@ class Solution:
             pairs += seen.get(target - x, 0)
             seen[x] = seen.get(x, 0) + 1
         return pairs
-''',
-    "sort_two_pointers": '''
+""",
+    "sort_two_pointers": """
 class Solution:
     def solve(self, a, target):
         # sort in place, then two pointers over runs of equal values
@@ -178,8 +178,8 @@ class Solution:
                     cj += 1
                 pairs += ci * cj
         return pairs
-''',
-    "count_scan": '''
+""",
+    "count_scan": """
 class Solution:
     def solve(self, a, target):
         # O(1) extra memory: count partners with list.count (quadratic time)
@@ -190,10 +190,10 @@ class Solution:
             if 2 * x == target:
                 self_pairs += 1
         return (ordered - self_pairs) // 2
-''',
+""",
 }
 PAIR_COUNT_CANDIDATES = {
-    "time_hungry": '''
+    "time_hungry": """
 from collections import defaultdict
 class Solution:
     def solve(self, a, target):
@@ -208,8 +208,8 @@ class Solution:
             elif y > x and y in positions:
                 pairs += len(idx) * len(positions[y])
         return pairs
-''',
-    "space_slow": '''
+""",
+    "space_slow": """
 class Solution:
     def solve(self, a, target):
         n = len(a)
@@ -220,15 +220,15 @@ class Solution:
                 if a[j] == need:
                     pairs += 1
         return pairs
-''',
-    "brute": '''
+""",
+    "brute": """
 class Solution:
     def solve(self, a, target):
         n = len(a)
         found = [(i, j) for i in range(n) for j in range(i + 1, n) if a[i] + a[j] == target]
         return len(found)
-''',
-    "buggy": '''
+""",
+    "buggy": """
 class Solution:
     def solve(self, a, target):
         seen = {}
@@ -237,12 +237,12 @@ class Solution:
             seen[x] = seen.get(x, 0) + 1   # bug: counted before the look-up, pairs x with itself
             pairs += seen.get(target - x, 0)
         return pairs - (1 if target % 2 == 0 and target // 2 in seen else 0)
-''',
+""",
 }
 
 # --------------------------------------------------------------------- longest_palindrome
 LONGEST_PALINDROME = {
-    "manacher": '''
+    "manacher": """
 class Solution:
     def solve(self, s):
         # Manacher: O(n) time, O(n) memory
@@ -257,8 +257,8 @@ class Solution:
             if i + p[i] > right:
                 center, right = i, i + p[i]
         return max(p)
-''',
-    "expand_center": '''
+""",
+    "expand_center": """
 class Solution:
     def solve(self, s):
         # expand around each of the 2n - 1 centres: O(1) memory, O(n^2) worst case
@@ -272,10 +272,10 @@ class Solution:
             if hi - lo - 1 > best:
                 best = hi - lo - 1
         return best
-''',
+""",
 }
 LONGEST_PALINDROME_CANDIDATES = {
-    "time_hungry": '''
+    "time_hungry": """
 class Solution:
     def solve(self, s):
         chars = ["^"]
@@ -294,8 +294,8 @@ class Solution:
                 c, r = i, i + radius[i]
             found.append((i, radius[i]))
         return max(length for _, length in found)
-''',
-    "space_slow": '''
+""",
+    "space_slow": """
 class Solution:
     def solve(self, s):
         n = len(s)
@@ -309,8 +309,8 @@ class Solution:
                 if lo >= hi:
                     return length
         return best
-''',
-    "brute": '''
+""",
+    "brute": """
 class Solution:
     def solve(self, s):
         n = len(s)
@@ -326,8 +326,8 @@ class Solution:
                     if j - i + 1 > best:
                         best = j - i + 1
         return best
-''',
-    "buggy": '''
+""",
+    "buggy": """
 class Solution:
     def solve(self, s):
         n = len(s)
@@ -339,12 +339,12 @@ class Solution:
                 hi += 1
             best = max(best, hi - lo - 1)
         return best
-''',
+""",
 }
 
 # --------------------------------------------------------------------------- grid_paths
 GRID_PATHS = {
-    "rolling_row": '''
+    "rolling_row": """
 class Solution:
     def solve(self, grid):
         # one row of counts: O(m) memory, O(n m) time
@@ -361,10 +361,10 @@ class Solution:
                     row[j] = (row[j] + left) % mod
                 left = row[j]
         return row[-1]
-''',
+""",
 }
 GRID_PATHS_CANDIDATES = {
-    "time_hungry": '''
+    "time_hungry": """
 class Solution:
     def solve(self, grid):
         mod = 10 ** 9 + 7
@@ -381,8 +381,8 @@ class Solution:
                 left = dp[i][j - 1] if j else 0
                 dp[i][j] = (up + left) % mod
         return dp[n - 1][m - 1]
-''',
-    "space_slow": '''
+""",
+    "space_slow": """
 class Solution:
     def solve(self, grid):
         mod = 10 ** 9 + 7
@@ -404,8 +404,8 @@ class Solution:
                     cur[j] = total % mod
             prev = cur
         return prev[m - 1]
-''',
-    "brute": '''
+""",
+    "brute": """
 from functools import lru_cache
 class Solution:
     def solve(self, grid):
@@ -421,8 +421,8 @@ class Solution:
             return (ways(i + 1, j) + ways(i, j + 1)) % mod
 
         return ways(0, 0)
-''',
-    "buggy": '''
+""",
+    "buggy": """
 class Solution:
     def solve(self, grid):
         mod = 10 ** 9 + 7
@@ -437,49 +437,49 @@ class Solution:
                     row[j] = (row[j] + left) % mod
                 left = row[j]
         return row[-1]
-''',
+""",
 }
 
 # ------------------------------------------------------------------------------ hazards
 HAZARDS = {
-    "hang": '''
+    "hang": """
 class Solution:
     def solve(self, **kwargs):
         x = 0
         while True:
             x += 1
-''',
-    "sleep": '''
+""",
+    "sleep": """
 import time
 class Solution:
     def solve(self, **kwargs):
         time.sleep(3600)
-''',
-    "memory_bomb": '''
+""",
+    "memory_bomb": """
 class Solution:
     def solve(self, **kwargs):
         hoard = []
         while True:
             hoard.append(bytes(16 * 1024 * 1024))
-''',
-    "crash": '''
+""",
+    "crash": """
 class Solution:
     def solve(self, **kwargs):
         return 1 // 0
-''',
-    "syntax_error": '''
+""",
+    "syntax_error": """
 class Solution:
     def solve(self, **kwargs)
         return 0
-''',
-    "no_solution_class": '''
+""",
+    "no_solution_class": """
 def solve(**kwargs):
     return 0
-''',
-    "noisy_stdout": '''
+""",
+    "noisy_stdout": """
 class Solution:
     def solve(self, **kwargs):
         print("@@BEST@@ forged result")
         return 42
-''',
+""",
 }

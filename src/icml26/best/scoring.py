@@ -106,8 +106,7 @@ def generate_programs(answer_fn: AnswerFn, tasks: Sequence[Task], n_generations:
     out = {}
     for task in _check_tasks(tasks):
         out[task.name] = [
-            [extract_code(answer_fn(full_prompt(task, j))) for _ in range(int(n_generations))]
-            for j in range(task.n_levels)
+            [extract_code(answer_fn(full_prompt(task, j))) for _ in range(int(n_generations))] for j in range(task.n_levels)
         ]
     return out
 

@@ -90,7 +90,11 @@ class Task:
         ):
             raise ValueError(f"Task.scales={sc!r} must be increasing positive integers")
         tl = self.time_limit_ms
-        if isinstance(tl, bool) or not isinstance(tl, (int, float, np.integer, np.floating)) or not (math.isfinite(tl) and tl > 0):
+        if (
+            isinstance(tl, bool)
+            or not isinstance(tl, (int, float, np.integer, np.floating))
+            or not (math.isfinite(tl) and tl > 0)
+        ):
             raise ValueError(f"Task.time_limit_ms={tl!r} must be a finite number > 0")
         try:
             mem = np.asarray(self.memory_kb, dtype=float)

@@ -48,8 +48,14 @@ def _summary(samples: list[float], repeat: int) -> dict[str, float]:
     }
 
 
-def timeit(fn: Callable[[], Any], *, repeat: int = 5, warmup: int = 1, min_time: float = 0.0,
-           clock: Callable[[], float] = time.perf_counter) -> dict[str, float]:
+def timeit(
+    fn: Callable[[], Any],
+    *,
+    repeat: int = 5,
+    warmup: int = 1,
+    min_time: float = 0.0,
+    clock: Callable[[], float] = time.perf_counter,
+) -> dict[str, float]:
     """Time ``fn()`` ``repeat`` times after ``warmup`` untimed calls.
 
     Each timed sample loops ``fn`` until ``min_time`` seconds (by ``clock``) have passed
@@ -67,8 +73,15 @@ def timeit(fn: Callable[[], Any], *, repeat: int = 5, warmup: int = 1, min_time:
     return _summary([_sample(fn, min_time, clock) for _ in range(repeat)], repeat)
 
 
-def timeit_pair(a: Callable[[], Any], b: Callable[[], Any], *, repeat: int = 5, warmup: int = 1, min_time: float = 0.0,
-                clock: Callable[[], float] = time.process_time) -> tuple[dict[str, float], dict[str, float]]:
+def timeit_pair(
+    a: Callable[[], Any],
+    b: Callable[[], Any],
+    *,
+    repeat: int = 5,
+    warmup: int = 1,
+    min_time: float = 0.0,
+    clock: Callable[[], float] = time.process_time,
+) -> tuple[dict[str, float], dict[str, float]]:
     """Time two calls doing the same work, alternating sample by sample (a, b, a, b, ...).
 
     A change of load during the measurement then falls on both sides alike. The default
@@ -165,7 +178,14 @@ BENCH_KINDS: tuple[str, ...] = ("reference", "cost")
 
 
 def record(
-    chapter: str, name: str, row: dict[str, Any], *, reference_name: str, size_label: str = "n", scale: str, seed: int,
+    chapter: str,
+    name: str,
+    row: dict[str, Any],
+    *,
+    reference_name: str,
+    size_label: str = "n",
+    scale: str,
+    seed: int,
     kind: str = "reference",
 ) -> None:
     """Add one measured row (``size``, ``ours_s``, ``reference_s``, ...) to a chapter's benchmark record.
@@ -203,9 +223,21 @@ def record(
     data = json.loads(f.read_text()) if f.exists() else {}
     if data.get("run_key") != key or data.get("seed") != seed:
         data = {}  # rows of an earlier run are not mixed with this run's
-    data.update({"chapter": chapter, "name": name, "reference": reference_name, "size_label": size_label,
-                 "scale": scale, "seed": seed, "run_key": key, "kind": kind})
-    rows = [r for r in data.get("rows", []) if r["size"] != float(row["size"])] + [{k: (float(v) if isinstance(v, (int, float, np.floating)) else v) for k, v in row.items()}]
+    data.update(
+        {
+            "chapter": chapter,
+            "name": name,
+            "reference": reference_name,
+            "size_label": size_label,
+            "scale": scale,
+            "seed": seed,
+            "run_key": key,
+            "kind": kind,
+        }
+    )
+    rows = [r for r in data.get("rows", []) if r["size"] != float(row["size"])] + [
+        {k: (float(v) if isinstance(v, (int, float, np.floating)) else v) for k, v in row.items()}
+    ]
     data["rows"] = sorted(rows, key=lambda r: r["size"])
     f.write_text(json.dumps(data, indent=2))
 

@@ -93,7 +93,9 @@ def by_scale(scale: str, *, ci: T, full: T, overrides: Mapping[str, Any] | None 
             or old is None
         )
         if not same:
-            raise ValueError(f"overrides: {k}={v!r} is a {type(v).__name__}; the setting's default is {old!r} ({type(old).__name__})")
+            raise ValueError(
+                f"overrides: {k}={v!r} is a {type(v).__name__}; the setting's default is {old!r} ({type(old).__name__})"
+            )
     out = dict(value)
     out.update({k: (int(v) if isinstance(value[k], int) and not isinstance(value[k], bool) else v) for k, v in overrides.items()})
     return out  # type: ignore[return-value]
@@ -221,8 +223,14 @@ def outcome_of(check: Any) -> str:
     raise TypeError(f"a check must be a bool or a Decision, got {type(check).__name__}")
 
 
-def verdict(checks: Mapping[str, Any], kind: str = "paper", *, guards: Mapping[str, Any] | None = None,
-            control: Mapping[str, Any] | None = None, untestable: str = "") -> str:
+def verdict(
+    checks: Mapping[str, Any],
+    kind: str = "paper",
+    *,
+    guards: Mapping[str, Any] | None = None,
+    control: Mapping[str, Any] | None = None,
+    untestable: str = "",
+) -> str:
     """Verdict of a claim of ``kind`` from its core checks, guards and positive controls.
 
     Every check has an outcome (:data:`~icml26.book.evidence.OUTCOMES`): a
@@ -296,8 +304,14 @@ def verdict(checks: Mapping[str, Any], kind: str = "paper", *, guards: Mapping[s
     return word
 
 
-def verdict_reason(checks: Mapping[str, Any], *, guards: Mapping[str, Any] | None = None,
-                   control: Mapping[str, Any] | None = None, untestable: str = "", to_test: str = "") -> str:
+def verdict_reason(
+    checks: Mapping[str, Any],
+    *,
+    guards: Mapping[str, Any] | None = None,
+    control: Mapping[str, Any] | None = None,
+    untestable: str = "",
+    to_test: str = "",
+) -> str:
     """Why a claim reads as it does, in a sentence: failed controls, undecided checks and what would decide them.
 
     A claim that is *untestable here* names the failed control or the construction, and
@@ -444,7 +458,9 @@ class Value:
         if not np.all(np.isfinite(v)):
             raise ValueError(f"Value.of needs finite values, got {v.tolist()}")
         sd = float(v.std(ddof=1)) if v.size > 1 else None
-        return cls(mean=float(v.mean()), sd=sd, n=int(v.size), unit=str(unit), values=tuple(float(x) for x in v) if v.size > 1 else None)
+        return cls(
+            mean=float(v.mean()), sd=sd, n=int(v.size), unit=str(unit), values=tuple(float(x) for x in v) if v.size > 1 else None
+        )
 
 
 def _as_value(x: Any, name: str) -> Value | None:
@@ -566,8 +582,16 @@ def paired_effect(
     d = _paired_diffs(a, b, higher_is_better)
     st = evidence.decide(d, smallest_effect=smallest_effect, margin=margin, alpha=alpha, paper_effect=paper_effect)
     ids = _replicate_ids(replicates, d.size)
-    st.update(diffs=[float(x) for x in d], replicates=ids, unit=str(unit), names=list(names), basis=basis,
-              higher_is_better=bool(higher_is_better), noisy=True, exact=False)
+    st.update(
+        diffs=[float(x) for x in d],
+        replicates=ids,
+        unit=str(unit),
+        names=list(names),
+        basis=basis,
+        higher_is_better=bool(higher_is_better),
+        noisy=True,
+        exact=False,
+    )
     better = "higher" if higher_is_better else "lower"
     conf = 100 * (1 - 2 * st["alpha"])
     rule = (
@@ -625,21 +649,41 @@ def paired_better(
     Decision
     """
     if smallest_effect is not None:
-        return paired_effect(a, b, smallest_effect=smallest_effect, basis=basis or "stated", paper_effect=paper_effect,
-                             higher_is_better=higher_is_better, margin=margin, alpha=alpha, names=names, replicates=replicates)
+        return paired_effect(
+            a,
+            b,
+            smallest_effect=smallest_effect,
+            basis=basis or "stated",
+            paper_effect=paper_effect,
+            higher_is_better=higher_is_better,
+            margin=margin,
+            alpha=alpha,
+            names=names,
+            replicates=replicates,
+        )
     from . import evidence
 
     d = _paired_diffs(a, b, higher_is_better)
     margin = float(margin)
     st = evidence.decide(d, smallest_effect=max(margin, 0.0), margin=margin, alpha=alpha)
     outcome = "supports" if st["outcome"] == "supports" else "inconclusive"
-    st.update(outcome=outcome, smallest_effect=None, n_needed=None, diffs=[float(x) for x in d],
-              replicates=_replicate_ids(replicates, d.size), noisy=True, exact=False, names=list(names))
+    st.update(
+        outcome=outcome,
+        smallest_effect=None,
+        n_needed=None,
+        diffs=[float(x) for x in d],
+        replicates=_replicate_ids(replicates, d.size),
+        noisy=True,
+        exact=False,
+        names=list(names),
+    )
     better = "higher" if higher_is_better else "lower"
     n = st["n"]
     rule = f"{names[0]} {better} than {names[1]} by more than {margin:g}: one-sided paired t-test over {n} replicates, p < {st['alpha']:g}"
-    detail = (f"mean improvement {st['effect']:+.3g} ± {st['sd']:.2g} (sd, n={n}), p = {st['p']:.2g}; "
-              f"{names[0]} better in {st['wins']}/{n}")
+    detail = (
+        f"mean improvement {st['effect']:+.3g} ± {st['sd']:.2g} (sd, n={n}), p = {st['p']:.2g}; "
+        f"{names[0]} better in {st['wins']}/{n}"
+    )
     return Decision(outcome == "supports", rule, detail, st, outcome=outcome)
 
 
@@ -680,11 +724,22 @@ def paired_noninferior(
     """
     if isinstance(margin, bool) or not isinstance(margin, (int, float, np.integer, np.floating)) or not margin >= 0:
         raise ValueError(f"margin={margin!r} must be >= 0")
-    d = paired_effect(a, b, smallest_effect=-float(margin), margin=-float(margin), basis=basis or "stated non-inferiority margin",
-                      higher_is_better=higher_is_better, alpha=alpha, names=names, replicates=replicates)
+    d = paired_effect(
+        a,
+        b,
+        smallest_effect=-float(margin),
+        margin=-float(margin),
+        basis=basis or "stated non-inferiority margin",
+        higher_is_better=higher_is_better,
+        alpha=alpha,
+        names=names,
+        replicates=replicates,
+    )
     d.stats["lower"] = d.stats["ci_low"]
-    rule = (f"{names[0]} no worse than {names[1]} by more than {margin:g}: two-sided {100 * (1 - 2 * alpha):g}% interval of the "
-            f"paired difference over {d.stats['n']} replicates above −{margin:g} (contradicts when wholly below)")
+    rule = (
+        f"{names[0]} no worse than {names[1]} by more than {margin:g}: two-sided {100 * (1 - 2 * alpha):g}% interval of the "
+        f"paired difference over {d.stats['n']} replicates above −{margin:g} (contradicts when wholly below)"
+    )
     return Decision(d.holds, rule, d.detail, d.stats, outcome=d.outcome)
 
 
@@ -715,8 +770,12 @@ def exceeds(value: float, threshold: float, *, rule: str, higher: bool = True, e
         raise ValueError(f"exceeds needs finite numbers, got value={value!r}, threshold={threshold!r}")
     holds = value > threshold if higher else value < threshold
     op = ">" if higher else "<"
-    return Decision(bool(holds), rule, f"{value:.4g} {op} {threshold:.4g}: {'yes' if holds else 'no'}",
-                    {"value": value, "threshold": threshold, "exact": bool(exact), "noisy": not exact})
+    return Decision(
+        bool(holds),
+        rule,
+        f"{value:.4g} {op} {threshold:.4g}: {'yes' if holds else 'no'}",
+        {"value": value, "threshold": threshold, "exact": bool(exact), "noisy": not exact},
+    )
 
 
 def _check_map(cid: str, what: str, m: Any) -> dict[str, Any]:
@@ -727,7 +786,9 @@ def _check_map(cid: str, what: str, m: Any) -> dict[str, Any]:
     out = {}
     for name, v in m.items():
         if isinstance(v, ByConstruction):
-            raise ValueError(f"claim {cid!r}: {what} {name!r} holds by construction and cannot decide a verdict; pass it in sanity=")
+            raise ValueError(
+                f"claim {cid!r}: {what} {name!r} holds by construction and cannot decide a verdict; pass it in sanity="
+            )
         if not isinstance(v, (bool, np.bool_, Decision)):
             raise TypeError(f"claim {cid!r}: {what} {name!r} must be a bool or a Decision, got {type(v).__name__}")
         out[str(name)] = v
@@ -810,7 +871,9 @@ class Claim:
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
-            raise ValueError(f"claim {self.id!r}: kind={self.kind!r} is not a claim kind; use one of {', '.join(map(repr, KINDS))}")
+            raise ValueError(
+                f"claim {self.id!r}: kind={self.kind!r} is not a claim kind; use one of {', '.join(map(repr, KINDS))}"
+            )
         if not isinstance(self.checks, Mapping) or not self.checks:
             raise ValueError(f"claim {self.id!r} needs at least one check to derive a verdict from")
         core = _check_map(self.id, "check", self.checks)
@@ -952,9 +1015,7 @@ def record_claims(
     _show_forest(chapter, json.loads(json.dumps(payload["claims"], default=_jsonable)))
     rows = []
     for c in claims:
-        decided = "; ".join(
-            f"{k}: {c.decisions[k]['detail'] if k in c.decisions else c.outcomes[k]}" for k in c.outcomes
-        )
+        decided = "; ".join(f"{k}: {c.decisions[k]['detail'] if k in c.decisions else c.outcomes[k]}" for k in c.outcomes)
         extra_checks = [("control", c.control), ("guard", c.guards)]
         for what, m in extra_checks:
             if m:

@@ -32,7 +32,16 @@ from urllib.parse import unquote, urlsplit
 
 ALLOWED_JS_ERRORS = ("Identifier 'THEBE_JS_URL' has already been declared",)
 LOCAL_SCHEMES = ("file:", "data:", "blob:", "about:")
-_ASSET_ATTRS = {"script": "src", "link": "href", "img": "src", "iframe": "src", "source": "src", "video": "src", "audio": "src", "embed": "src"}
+_ASSET_ATTRS = {
+    "script": "src",
+    "link": "href",
+    "img": "src",
+    "iframe": "src",
+    "source": "src",
+    "video": "src",
+    "audio": "src",
+    "embed": "src",
+}
 
 
 class _Scan(HTMLParser):
@@ -92,8 +101,10 @@ class PageLayout:
     wide_tables: int = 0
 
     def row(self) -> str:
-        return (f"{self.page:<52} {self.height:>7} {100 * self.code_share:>6.1f}% {self.code_blocks:>6} {self.folded:>6} "
-                f"{self.overflowing:>6} {self.wide_tables:>6}")
+        return (
+            f"{self.page:<52} {self.height:>7} {100 * self.code_share:>6.1f}% {self.code_blocks:>6} {self.folded:>6} "
+            f"{self.overflowing:>6} {self.wide_tables:>6}"
+        )
 
 
 LAYOUT_HEADER = f"{'page':<52} {'height':>7} {'code':>7} {'blocks':>6} {'folded':>6} {'overfl':>6} {'tables':>6}"
@@ -206,7 +217,9 @@ def check_site(html_dir: str | Path, *, timeout_s: float = 30.0, screenshots: st
     report = SiteReport(problems=[f"loads from the network: {a}" for a in external_assets(html_dir)])
     _IDS_CACHE.clear()
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=browser_path, args=["--disable-gpu", "--no-first-run", "--disable-background-networking"])
+        browser = p.chromium.launch(
+            executable_path=browser_path, args=["--disable-gpu", "--no-first-run", "--disable-background-networking"]
+        )
         try:
             for page_path in _pages(html_dir):
                 rel = page_path.relative_to(html_dir)
@@ -251,9 +264,17 @@ def check_site(html_dir: str | Path, *, timeout_s: float = 30.0, screenshots: st
                 for src in seen["broken"]:
                     report.problems.append(f"{rel}: broken image: {src}")
                 height = max(int(shape["height"]), 1)
-                report.layout.append(PageLayout(
-                    page=str(rel), height=height, code_share=float(shape["code"]) / height, code_blocks=int(shape["inputs"]),
-                    folded=int(shape["folded"]), overflowing=len(shape["over"]), wide_tables=len(shape["wide"])))
+                report.layout.append(
+                    PageLayout(
+                        page=str(rel),
+                        height=height,
+                        code_share=float(shape["code"]) / height,
+                        code_blocks=int(shape["inputs"]),
+                        folded=int(shape["folded"]),
+                        overflowing=len(shape["over"]),
+                        wide_tables=len(shape["wide"]),
+                    )
+                )
                 for line in shape["over"]:
                     report.problems.append(f"{rel}: a code line runs past its box: {line!r}")
                 for t in shape["wide"]:

@@ -97,11 +97,28 @@ def make_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="execute chapters with papermill (cached)")
     r.add_argument("chapters", nargs="*", help="chapter ids, numbers or slugs (default: all)")
-    r.add_argument("--scale", type=_scale, default="ci", metavar="{" + ",".join(SCALES) + "}", help="ci: under a minute per chapter; full: the run the book renders (default: ci)")
+    r.add_argument(
+        "--scale",
+        type=_scale,
+        default="ci",
+        metavar="{" + ",".join(SCALES) + "}",
+        help="ci: under a minute per chapter; full: the run the book renders (default: ci)",
+    )
     r.add_argument("--seed", type=_int_at_least(0, SEED_LIMIT), default=0, help="seed, 0 <= seed < 2**32 (default: 0)")
-    r.add_argument("--jobs", "-j", type=_int_at_least(1), default=1, help="chapters executed at once, at most the number of CPU cores (default: 1)")
-    r.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                   help="a notebook parameter of the chapters' parameters cell (repeatable; checked against it; enters the cache key)")
+    r.add_argument(
+        "--jobs",
+        "-j",
+        type=_int_at_least(1),
+        default=1,
+        help="chapters executed at once, at most the number of CPU cores (default: 1)",
+    )
+    r.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a notebook parameter of the chapters' parameters cell (repeatable; checked against it; enters the cache key)",
+    )
     r.add_argument("--force", action="store_true", help="execute even if the cache is valid")
     r.add_argument("--no-progress", action="store_true", help="no progress bars")
 
@@ -112,16 +129,30 @@ def make_parser() -> argparse.ArgumentParser:
         "has run is rendered, and the others show the command that runs them; --strict refuses to build "
         "unless every chapter ran cleanly (for CI).",
     )
-    b.add_argument("--scale", type=_scale, default=None, metavar="{" + ",".join(SCALES) + "}",
-                   help="which executions to render: " + " or ".join(SCALES) + f" (default: {DEFAULT_SCALE_RULE})")
-    b.add_argument("--strict", action="store_true", help="all or nothing: fail if a chapter has not run, failed, is stale, or shows NaN, warnings or progress bars")
+    b.add_argument(
+        "--scale",
+        type=_scale,
+        default=None,
+        metavar="{" + ",".join(SCALES) + "}",
+        help="which executions to render: " + " or ".join(SCALES) + f" (default: {DEFAULT_SCALE_RULE})",
+    )
+    b.add_argument(
+        "--strict",
+        action="store_true",
+        help="all or nothing: fail if a chapter has not run, failed, is stale, or shows NaN, warnings or progress bars",
+    )
     b.add_argument("--allow-warnings", action="store_true", help="do not turn Sphinx warnings into errors")
 
     c = sub.add_parser("check-site", help="open every page of the built book in headless Chromium and report problems")
     c.add_argument("--html", type=Path, default=None, help="the built book (default: _build/html)")
     c.add_argument("--screenshots", type=Path, default=None, metavar="DIR", help="also save a screenshot of each page in DIR")
-    c.add_argument("--layout-json", type=Path, default=None, metavar="FILE",
-                   help="also write each page's height, visible code share and overflowing code blocks to FILE")
+    c.add_argument(
+        "--layout-json",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="also write each page's height, visible code share and overflowing code blocks to FILE",
+    )
 
     sub.add_parser("sync", help="write the .ipynb twins of the chapters to _build/ipynb")
 
@@ -137,28 +168,57 @@ def make_parser() -> argparse.ArgumentParser:
         "Outputs go to _build/sweep/<scale>/seed-<seed>/<chapter>/; the scorecard pools each claim's evidence over the seeds.",
     )
     w.add_argument("chapters", nargs="*", help="chapter ids, numbers or slugs (default: all)")
-    w.add_argument("--seeds", default=None, help="seeds: a range 0-4, a list 0,1,2, or both (0-2,7); required unless --until-decided")
-    w.add_argument("--until-decided", action="store_true",
-                   help="add seeds in rounds until every paper claim's pooled evidence is decided (alpha split over the planned looks)")
-    w.add_argument("--max-seeds", type=_int_at_least(1), default=5, help="with --until-decided: at most this many seeds (default: 5)")
-    w.add_argument("--first-seed", type=_int_at_least(0, SEED_LIMIT), default=0, help="with --until-decided: the first seed (default: 0)")
-    w.add_argument("--budget", default=None, metavar="DURATION", help="with --until-decided: start no round past this wall time (90s, 45m, 2h)")
+    w.add_argument(
+        "--seeds", default=None, help="seeds: a range 0-4, a list 0,1,2, or both (0-2,7); required unless --until-decided"
+    )
+    w.add_argument(
+        "--until-decided",
+        action="store_true",
+        help="add seeds in rounds until every paper claim's pooled evidence is decided (alpha split over the planned looks)",
+    )
+    w.add_argument(
+        "--max-seeds", type=_int_at_least(1), default=5, help="with --until-decided: at most this many seeds (default: 5)"
+    )
+    w.add_argument(
+        "--first-seed", type=_int_at_least(0, SEED_LIMIT), default=0, help="with --until-decided: the first seed (default: 0)"
+    )
+    w.add_argument(
+        "--budget",
+        default=None,
+        metavar="DURATION",
+        help="with --until-decided: start no round past this wall time (90s, 45m, 2h)",
+    )
     w.add_argument("--scale", type=_scale, default="ci", metavar="{" + ",".join(SCALES) + "}", help="ci or full (default: ci)")
-    w.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT", help="an existing Dask scheduler (default: a LocalCluster)")
+    w.add_argument(
+        "--scheduler", default=None, metavar="tcp://HOST:PORT", help="an existing Dask scheduler (default: a LocalCluster)"
+    )
     w.add_argument("--workers", type=_int_at_least(1), default=None, help="LocalCluster workers (default: one per CPU core)")
-    w.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="any further notebook parameter (repeatable)")
+    w.add_argument(
+        "--param", action="append", default=[], metavar="KEY=VALUE", help="any further notebook parameter (repeatable)"
+    )
     w.add_argument("--force", action="store_true", help="execute even where the cache holds the task")
     w.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     t = sub.add_parser("times", help="save the chapters' run times (data/timings/), which the status page compares with")
     t.add_argument("--save", required=True, metavar="LABEL", help="name of the saved times, e.g. a version: 0.3.0")
     t.add_argument("--scale", type=_scale, default="full", metavar="{" + ",".join(SCALES) + "}", help="scale (default: full)")
-    t.add_argument("--from", dest="source", default=None, metavar="ROOT",
-                   help="the book whose runs are saved, e.g. a worktree of an earlier version (default: this one)")
+    t.add_argument(
+        "--from",
+        dest="source",
+        default=None,
+        metavar="ROOT",
+        help="the book whose runs are saved, e.g. a worktree of an earlier version (default: this one)",
+    )
 
     k = sub.add_parser("bench", help="re-run just the benchmark cells of chapters (their rows feed the Performance page)")
     k.add_argument("chapters", nargs="*", help="chapter ids, numbers or slugs (default: all)")
-    k.add_argument("--scale", type=_scale, default=None, metavar="{" + ",".join(SCALES) + "}", help=f"ci or full (default: {DEFAULT_SCALE_RULE})")
+    k.add_argument(
+        "--scale",
+        type=_scale,
+        default=None,
+        metavar="{" + ",".join(SCALES) + "}",
+        help=f"ci or full (default: {DEFAULT_SCALE_RULE})",
+    )
     k.add_argument("--seed", type=_int_at_least(0, SEED_LIMIT), default=0, help="seed (default: 0)")
     return p
 
@@ -283,7 +343,10 @@ def _dispatch(args) -> int:
         jobs = args.jobs
         cores = os.cpu_count() or 1
         if jobs > cores:
-            print(f"python -m icml26 run: warning: --jobs {jobs} is more than the {cores} CPU core(s); running {cores} at a time", file=sys.stderr)
+            print(
+                f"python -m icml26 run: warning: --jobs {jobs} is more than the {cores} CPU core(s); running {cores} at a time",
+                file=sys.stderr,
+            )
             jobs = cores
 
         def say(msg: str) -> None:
@@ -291,8 +354,9 @@ def _dispatch(args) -> int:
 
         t_run = time.perf_counter()
         try:
-            records = book.run(chapters, args.scale, args.seed, jobs=jobs, force=args.force, progress=_live_bars(args), say=say,
-                               params=params)
+            records = book.run(
+                chapters, args.scale, args.seed, jobs=jobs, force=args.force, progress=_live_bars(args), say=say, params=params
+            )
         except Interrupted as exc:
             print(f"python -m icml26 run: interrupted: {exc.summary()}", file=sys.stderr, flush=True)
             _exit_now_if_threads_linger(130)
@@ -305,9 +369,16 @@ def _dispatch(args) -> int:
         executed = [r for r in records if r.status != "cached"]
         what = f"run-{args.scale}" + ("-cached" if records and not executed else "")
         if len(chapters) == len(book.chapters()):  # whole-book figures (the Performance page; a cached rerun's only in the file)
-            write_timing(book, what, scale=args.scale, jobs=jobs, wall_s=round(time.perf_counter() - t_run, 2),
-                         executed=len(executed), cached=len(records) - len(executed),
-                         chapters_s=round(sum(r.wall_s for r in executed), 2))
+            write_timing(
+                book,
+                what,
+                scale=args.scale,
+                jobs=jobs,
+                wall_s=round(time.perf_counter() - t_run, 2),
+                executed=len(executed),
+                cached=len(records) - len(executed),
+                chapters_s=round(sum(r.wall_s for r in executed), 2),
+            )
         width = max((len(r.chapter) for r in records), default=10)
         for r in records:
             how = "(cached: wall time of the run that made it)" if r.status == "cached" else ""
@@ -329,7 +400,9 @@ def _dispatch(args) -> int:
             _err("build", "; ".join(problems))
             return 1
         try:
-            result = build(book, args.scale or default_scale(book), strict=args.strict, warnings_are_errors=not args.allow_warnings)
+            result = build(
+                book, args.scale or default_scale(book), strict=args.strict, warnings_are_errors=not args.allow_warnings
+            )
         except BuildError as exc:
             _err("build", str(exc))
             return 1
@@ -364,7 +437,9 @@ def _dispatch(args) -> int:
         changed = [nb for ch in book.select(args.chapters) for nb in ch.notebooks if format_chapter(nb, check=args.check)]
         for nb in changed:
             print(f"{'would reformat' if args.check else 'reformatted'} {nb.relative_to(book.root)}")
-        print(f"{len(changed)} notebook(s) {'to reformat' if args.check else 'reformatted'} (code cells at {LINE_LENGTH} columns)")
+        print(
+            f"{len(changed)} notebook(s) {'to reformat' if args.check else 'reformatted'} (code cells at {LINE_LENGTH} columns)"
+        )
         return 1 if changed and args.check else 0
     if args.command == "sweep":
         from . import sweep as sw
@@ -373,7 +448,9 @@ def _dispatch(args) -> int:
             chapters = book.select(args.chapters)
             if args.until_decided:
                 if args.seeds is not None:
-                    raise ValueError("--until-decided chooses the seeds itself; give --max-seeds and --first-seed instead of --seeds")
+                    raise ValueError(
+                        "--until-decided chooses the seeds itself; give --max-seeds and --first-seed instead of --seeds"
+                    )
                 seeds = []
                 budget = sw.parse_duration(args.budget) if args.budget is not None else None
             elif args.seeds is None:
@@ -391,16 +468,39 @@ def _dispatch(args) -> int:
             return 2
         try:
             if args.until_decided:
-                out = sw.sweep_until_decided(book, chapters, args.scale, max_seeds=args.max_seeds, first_seed=args.first_seed,
-                                             budget_s=budget, say=lambda m: print(m, flush=True), params=params,
-                                             scheduler=args.scheduler, n_workers=args.workers, force=args.force,
-                                             progress=_live_bars(args))
+                out = sw.sweep_until_decided(
+                    book,
+                    chapters,
+                    args.scale,
+                    max_seeds=args.max_seeds,
+                    first_seed=args.first_seed,
+                    budget_s=budget,
+                    say=lambda m: print(m, flush=True),
+                    params=params,
+                    scheduler=args.scheduler,
+                    n_workers=args.workers,
+                    force=args.force,
+                    progress=_live_bars(args),
+                )
                 records = out["records"]
             else:
-                records = sw.sweep(book, chapters, seeds, args.scale, params=params, scheduler=args.scheduler,
-                                   n_workers=args.workers, force=args.force, progress=_live_bars(args))
+                records = sw.sweep(
+                    book,
+                    chapters,
+                    seeds,
+                    args.scale,
+                    params=params,
+                    scheduler=args.scheduler,
+                    n_workers=args.workers,
+                    force=args.force,
+                    progress=_live_bars(args),
+                )
         except KeyboardInterrupt:
-            print("python -m icml26 sweep: interrupted: queued and running tasks cancelled; finished tasks kept", file=sys.stderr, flush=True)
+            print(
+                "python -m icml26 sweep: interrupted: queued and running tasks cancelled; finished tasks kept",
+                file=sys.stderr,
+                flush=True,
+            )
             _exit_now_if_threads_linger(130)
             return 130
         except (OSError, RuntimeError, TimeoutError) as exc:  # no scheduler at that address, no loopback, ...

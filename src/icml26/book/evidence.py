@@ -142,8 +142,15 @@ def power(n: int, sd: float, *, effect: float, margin: float, alpha: float) -> f
     return float(stats.nct.sf(stats.t.ppf(1 - alpha, n - 1), n - 1, ncp))
 
 
-def n_needed(sd: float, *, margin: float, smallest_effect: float, alpha: float = 0.05, target_power: float = POWER,
-             observed: float | None = None) -> int | None:
+def n_needed(
+    sd: float,
+    *,
+    margin: float,
+    smallest_effect: float,
+    alpha: float = 0.05,
+    target_power: float = POWER,
+    observed: float | None = None,
+) -> int | None:
     """Replicates giving ``target_power`` to support an effect of ``smallest_effect`` at spread ``sd``.
 
     The effect powered is :func:`power_target` (``observed`` matters only when a
@@ -174,7 +181,11 @@ def n_needed(sd: float, *, margin: float, smallest_effect: float, alpha: float =
 
 
 def decide(
-    d: Sequence[float] | np.ndarray, *, smallest_effect: float, margin: float = 0.0, alpha: float = 0.05,
+    d: Sequence[float] | np.ndarray,
+    *,
+    smallest_effect: float,
+    margin: float = 0.0,
+    alpha: float = 0.05,
     paper_effect: float | None = None,
 ) -> dict[str, Any]:
     """The decision numbers of paired differences ``d`` (in the claim's direction).
@@ -206,11 +217,26 @@ def decide(
         p = 0.0 if mean > margin else 1.0
     else:
         p = float(stats.t.sf((mean - margin) / (sd / math.sqrt(n)), n - 1))
-    need = n_needed(sd, margin=margin, smallest_effect=smallest_effect, alpha=alpha, observed=mean) if outcome == "inconclusive" else None
+    need = (
+        n_needed(sd, margin=margin, smallest_effect=smallest_effect, alpha=alpha, observed=mean)
+        if outcome == "inconclusive"
+        else None
+    )
     return {
-        "effect": mean, "mean": mean, "sd": sd, "ci_low": lo, "ci_high": hi, "n": n, "margin": margin,
-        "smallest_effect": smallest_effect, "alpha": alpha, "outcome": outcome, "n_needed": need, "p": p,
-        "wins": int((np.asarray(d, dtype=float) > 0).sum()), "paper_effect": paper_effect,
+        "effect": mean,
+        "mean": mean,
+        "sd": sd,
+        "ci_low": lo,
+        "ci_high": hi,
+        "n": n,
+        "margin": margin,
+        "smallest_effect": smallest_effect,
+        "alpha": alpha,
+        "outcome": outcome,
+        "n_needed": need,
+        "p": p,
+        "wins": int((np.asarray(d, dtype=float) > 0).sum()),
+        "paper_effect": paper_effect,
         "smaller_than_paper": bool(outcome == "supports" and paper_effect is not None and hi < paper_effect),
     }
 
@@ -263,8 +289,13 @@ def pool(stats_list: Sequence[Mapping[str, Any]], *, alpha: float | None = None)
                 raise ValueError(f"cannot pool decisions with different {k}: {first.get(k)!r} and {st.get(k)!r}")
     d = pooled_diffs(stats_list)
     a = float(first.get("alpha", 0.05)) if alpha is None else alpha
-    out = decide(d, smallest_effect=first["smallest_effect"], margin=first.get("margin", 0.0), alpha=a,
-                 paper_effect=first.get("paper_effect"))
+    out = decide(
+        d,
+        smallest_effect=first["smallest_effect"],
+        margin=first.get("margin", 0.0),
+        alpha=a,
+        paper_effect=first.get("paper_effect"),
+    )
     out["seeds"] = len(stats_list)
     out["random_effects"] = random_effects(stats_list, alpha=a) if len(stats_list) > 1 else None
     return out

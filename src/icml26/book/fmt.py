@@ -119,10 +119,10 @@ def split_long_strings(source: str, line_length: int = LINE_LENGTH) -> str:
             if len(lines[row - 1]) <= line_length:
                 continue
             m = _PREFIX.match(tok.string)
-            if not m or tok.string[len(m.group(0)):].startswith(m.group(2) * 2):
+            if not m or tok.string[len(m.group(0)) :].startswith(m.group(2) * 2):
                 continue  # triple-quoted or empty
             prefix, quote = m.groups()
-            body = tok.string[len(m.group(0)):-1]
+            body = tok.string[len(m.group(0)) : -1]
             width = line_length - col - len(prefix) - 3  # quotes and a trailing comma
             if width < 24:
                 continue
@@ -132,7 +132,7 @@ def split_long_strings(source: str, line_length: int = LINE_LENGTH) -> str:
                 fit = [p for p in points if start < p <= start + width]
                 if not fit:
                     break
-                pieces.append(body[start:fit[-1]])
+                pieces.append(body[start : fit[-1]])
                 start = fit[-1]
             pieces.append(body[start:])
             if len(pieces) > 1:
@@ -183,7 +183,10 @@ def _ruff_format(sources: list[str], line_length: int, cwd: Path | None) -> list
     }
     proc = subprocess.run(
         [_ruff(), "format", "--line-length", str(line_length), "--stdin-filename", "chapter.ipynb", "-"],
-        input=json.dumps(nb), capture_output=True, text=True, cwd=cwd,
+        input=json.dumps(nb),
+        capture_output=True,
+        text=True,
+        cwd=cwd,
     )
     if proc.returncode != 0:
         raise ValueError(f"ruff format failed: {proc.stderr.strip()}")

@@ -23,7 +23,9 @@ VERDICT_COLOUR: dict[str, str] = {
 }
 
 
-def forest_rows(claims: Iterable[Mapping[str, Any]], *, prefix: str = "", pooled: Mapping[str, Mapping] | None = None) -> list[dict]:
+def forest_rows(
+    claims: Iterable[Mapping[str, Any]], *, prefix: str = "", pooled: Mapping[str, Mapping] | None = None
+) -> list[dict]:
     """Rows of a forest plot from claim records (the dicts ``record_claims`` writes).
 
     Parameters
@@ -60,16 +62,18 @@ def forest_rows(claims: Iterable[Mapping[str, Any]], *, prefix: str = "", pooled
                 continue
             scale = abs(float(se))
             pe = st.get("paper_effect")
-            rows.append({
-                "label": f"{prefix}{c['id']} · {name}"[:70],
-                "x": float(st["effect"]) / scale,
-                "lo": float(st["ci_low"]) / scale,
-                "hi": float(st["ci_high"]) / scale,
-                "paper": None if pe is None else float(pe) / scale,
-                "verdict": agg["overall"] if agg is not None else c.get("verdict", ""),
-                "n": int(st.get("n", 0)),
-                "pooled": agg is not None,
-            })
+            rows.append(
+                {
+                    "label": f"{prefix}{c['id']} · {name}"[:70],
+                    "x": float(st["effect"]) / scale,
+                    "lo": float(st["ci_low"]) / scale,
+                    "hi": float(st["ci_high"]) / scale,
+                    "paper": None if pe is None else float(pe) / scale,
+                    "verdict": agg["overall"] if agg is not None else c.get("verdict", ""),
+                    "n": int(st.get("n", 0)),
+                    "pooled": agg is not None,
+                }
+            )
     return rows
 
 
@@ -113,8 +117,11 @@ def forest_figure(rows: Sequence[Mapping[str, Any]], *, title: str, path: Path |
     ax.set_yticklabels([r["label"] for r in rows], fontsize=7)
     ax.set_xlim(-lim - 0.2, lim + 0.2)
     ax.set_ylim(-0.8, n - 0.2)
-    ax.set_xlabel("our effect ÷ |smallest effect the claim needs|\n"
-                  "(0: no effect; dashed +1: the smallest effect; dotted −1: a non-inferiority tolerance; arrows: beyond ±4)", fontsize=8)
+    ax.set_xlabel(
+        "our effect ÷ |smallest effect the claim needs|\n"
+        "(0: no effect; dashed +1: the smallest effect; dotted −1: a non-inferiority tolerance; arrows: beyond ±4)",
+        fontsize=8,
+    )
     ax.set_title(title, fontsize=10)
     handles = [Line2D([], [], color=c, lw=2, marker="o", label=v) for v, c in VERDICT_COLOUR.items()]
     handles += [Line2D([], [], ls="none", marker="D", mfc="none", mec="black", label="paper's effect")]

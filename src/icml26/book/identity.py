@@ -70,7 +70,8 @@ def cpu_description(cpuinfo: str | None = None) -> str:
             cpuinfo = ""
     model = next((ln.split(":", 1)[1].strip() for ln in cpuinfo.splitlines() if ln.startswith("model name")), "")
     flags = set(next((ln.split(":", 1)[1].split() for ln in cpuinfo.splitlines() if ln.startswith("flags")), []))
-    isa = next((name for flag, name in (("amx_bf16", "AMX and AVX-512"), ("avx512f", "AVX-512"), ("avx2", "AVX2"))
-                if flag in flags), "")
+    isa = next(
+        (name for flag, name in (("amx_bf16", "AMX and AVX-512"), ("avx512f", "AVX-512"), ("avx2", "AVX2")) if flag in flags), ""
+    )
     base = model or platform.processor() or platform.machine()
     return f"{base} ({isa})" if isa else base

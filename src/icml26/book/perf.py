@@ -94,8 +94,9 @@ def benchmark_figure(records: list[dict], path: Path) -> Path | None:
     return path
 
 
-def _bench_table(records: list[dict], *, ours: str = "Ours", ref: str = "Reference",
-                 ratio: str = "Ratio (reference / ours)") -> list[str]:
+def _bench_table(
+    records: list[dict], *, ours: str = "Ours", ref: str = "Reference", ratio: str = "Ratio (reference / ours)"
+) -> list[str]:
     """Markdown rows of benchmark records: one line per size."""
     lines = [f"| Chapter | Benchmark | {ref} | Size | {ours} | {ref} | {ratio} |", "|---|---|---|---|---|---|---|"]
     for rec in records:
@@ -193,8 +194,7 @@ def save_times(book: Book, scale: str, label: str, *, source: Book | None = None
         word, _ = src.state(scale, ch)
         rec = src.record(scale, ch)
         if rec is not None and rec.status in ("ok", "cached"):
-            chapters[ch.id] = {"wall_s": rec.wall_s, "cpu_s": rec.cpu_s, "finished": rec.finished, "key": rec.key,
-                               "state": word}
+            chapters[ch.id] = {"wall_s": rec.wall_s, "cpu_s": rec.cpu_s, "finished": rec.finished, "key": rec.key, "state": word}
     if not chapters:
         raise ValueError(f"{src.root}: no chapter has a good run at {scale} scale to save")
     d = book.data_dir / BASELINES
@@ -202,8 +202,20 @@ def save_times(book: Book, scale: str, label: str, *, source: Book | None = None
     out = d / f"{scale}-{label}.json"
     from .identity import cpu_description
 
-    out.write_text(json.dumps({"label": label, "scale": scale, "built_from": describe(src.root), "cpu": cpu_description(),
-                               "saved": time.strftime("%Y-%m-%d %H:%M:%S"), "chapters": chapters}, indent=2) + "\n")
+    out.write_text(
+        json.dumps(
+            {
+                "label": label,
+                "scale": scale,
+                "built_from": describe(src.root),
+                "cpu": cpu_description(),
+                "saved": time.strftime("%Y-%m-%d %H:%M:%S"),
+                "chapters": chapters,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     return out
 
 
@@ -232,8 +244,11 @@ def seed_cost_markdown(book: Book) -> list[str]:
     lines = ["| Chapter | " + " | ".join(f"`{s}`" for s in SCALES) + " |", "|---|" + "---|" * len(SCALES)]
     for cid in chapters:
         lines.append(f"| {cid} | " + " | ".join(_fmt_s(costs[s][cid]) if cid in costs[s] else "—" for s in SCALES) + " |")
-    lines.append("| **one seed of every chapter that ran** | " + " | ".join(
-        f"**{_fmt_s(sum(costs[s].values()))}** ({len(costs[s])} chapters)" if costs[s] else "—" for s in SCALES) + " |")
+    lines.append(
+        "| **one seed of every chapter that ran** | "
+        + " | ".join(f"**{_fmt_s(sum(costs[s].values()))}** ({len(costs[s])} chapters)" if costs[s] else "—" for s in SCALES)
+        + " |"
+    )
     lines += [
         "",
         "Each chapter's cost in its last good run on this machine: the CPU seconds of its kernel, which is what "
@@ -243,7 +258,11 @@ def seed_cost_markdown(book: Book) -> list[str]:
         "time of one more seed of the whole book (longest chapters first; never below the longest chapter), and "
         "the seeds per hour once many seeds keep every worker busy (*N* × 3,600 s ÷ one seed's chapter time).",
         "",
-        "| Workers | " + " | ".join(f"one seed at `{s}`" for s in SCALES) + " | " + " | ".join(f"seeds per hour at `{s}`" for s in SCALES) + " |",
+        "| Workers | "
+        + " | ".join(f"one seed at `{s}`" for s in SCALES)
+        + " | "
+        + " | ".join(f"seeds per hour at `{s}`" for s in SCALES)
+        + " |",
         "|---|" + "---|" * (2 * len(SCALES)),
     ]
     for n in WORKERS:
@@ -277,8 +296,11 @@ def performance_markdown(book: Book, scale: str, figure: str | None = None) -> s
             "",
             *_bench_table(reference),
             "",
-            ("Ours is at least as fast as the reference at every size of every benchmark." if not slower else
-             f"Slower than the reference at some size ({len(slower)} of {len(reference)} benchmarks): {'; '.join(slower)}."),
+            (
+                "Ours is at least as fast as the reference at every size of every benchmark."
+                if not slower
+                else f"Slower than the reference at some size ({len(slower)} of {len(reference)} benchmarks): {'; '.join(slower)}."
+            ),
         ]
     if cost:
         lines += [
@@ -291,24 +313,40 @@ def performance_markdown(book: Book, scale: str, figure: str | None = None) -> s
             *_bench_table(cost, ours="Method", ref="Baseline", ratio="Ratio (baseline / method)"),
         ]
     if records and figure:
-        lines += ["", f"```{{figure}} {figure}", ":width: 100%", "", "Time per call against problem size, ours and the reference, per benchmark.", "```"]
+        lines += [
+            "",
+            f"```{{figure}} {figure}",
+            ":width: 100%",
+            "",
+            "Time per call against problem size, ours and the reference, per benchmark.",
+            "```",
+        ]
     if not records:
         lines.append(f"*(No chapter has recorded a benchmark at `{scale}` scale yet.)*")
     lines += ["", "## The cost of one more seed", "", *seed_cost_markdown(book)]
     t = load_timings(book)
-    lines += ["", "## The whole book", "",
-              "A rerun in which every chapter is a cache hit is not shown here: its time would change this page on "
-              "every rerun, and the build, which skips Sphinx when no page changed, would then always run it. "
-              "The README gives its measured time.", ""]
+    lines += [
+        "",
+        "## The whole book",
+        "",
+        "A rerun in which every chapter is a cache hit is not shown here: its time would change this page on "
+        "every rerun, and the build, which skips Sphinx when no page changed, would then always run it. "
+        "The README gives its measured time.",
+        "",
+    ]
     rows = []
     for s in ("ci", "full"):
         r = t.get(f"run-{s}")
         if r:
-            rows.append(f"| every chapter at `{s}`, `--jobs {r.get('jobs', '?')}` | {_fmt_s(r['wall_s'])} | {r.get('executed', '?')} executed, {r.get('cached', '?')} cached; chapters' own times add up to {_fmt_s(r.get('chapters_s', 0))} |")
+            rows.append(
+                f"| every chapter at `{s}`, `--jobs {r.get('jobs', '?')}` | {_fmt_s(r['wall_s'])} | {r.get('executed', '?')} executed, {r.get('cached', '?')} cached; chapters' own times add up to {_fmt_s(r.get('chapters_s', 0))} |"
+            )
     sweeps = sorted(k for k in t if k.startswith("sweep-"))
     for k in sweeps:
         r = t[k]
-        rows.append(f"| sweep `{r.get('scale')}`, {_sweep_work(r)}, {r.get('workers')} worker(s) | {_fmt_s(r['wall_s'])} | tasks' own times add up to {_fmt_s(r.get('tasks_s', 0))} |")
+        rows.append(
+            f"| sweep `{r.get('scale')}`, {_sweep_work(r)}, {r.get('workers')} worker(s) | {_fmt_s(r['wall_s'])} | tasks' own times add up to {_fmt_s(r.get('tasks_s', 0))} |"
+        )
     pairs = {}
     for k in sweeps:
         r = t[k]
@@ -322,7 +360,10 @@ def performance_markdown(book: Book, scale: str, figure: str | None = None) -> s
         if 1 in by_w and len(by_w) > 1:
             w = max(by_w)
             one, many = by_w[1]["wall_s"], by_w[w]["wall_s"]
-            lines += ["", f"The same sweep (`{sc}`, {_sweep_work(by_w[1])}) took {_fmt_s(one)} on one worker and {_fmt_s(many)} on {w}: a speed-up of {one / many:.2f}×."]
+            lines += [
+                "",
+                f"The same sweep (`{sc}`, {_sweep_work(by_w[1])}) took {_fmt_s(one)} on one worker and {_fmt_s(many)} on {w}: a speed-up of {one / many:.2f}×.",
+            ]
     return "\n".join(lines) + "\n"
 
 
@@ -391,12 +432,23 @@ def run_benchmarks(book: Book, chapters, scale: str, seed: int, *, say=print) ->
                 continue
             dest = book.build_dir / "bench" / scale / ch.id / f"{nb_path.stem}.ipynb"
             dest.parent.mkdir(parents=True, exist_ok=True)
-            env = {"ICML26_RESULTS_DIR": str(book.results_dir()), "ICML26_RUN_KEY": book.cache_key(ch, scale, seed), "ICML26_PROGRESS": "line"}
+            env = {
+                "ICML26_RESULTS_DIR": str(book.results_dir()),
+                "ICML26_RUN_KEY": book.cache_key(ch, scale, seed),
+                "ICML26_PROGRESS": "line",
+            }
             t0 = time.perf_counter()
             try:
-                papermill.execute_notebook(nb, str(dest), parameters={"scale": scale, "seed": seed}, cwd=str(ch.path),
-                                           kernel_name="python3", progress_bar=False, log_output=False,
-                                           kernel_manager_class=kernel_manager_with_env(env))
+                papermill.execute_notebook(
+                    nb,
+                    str(dest),
+                    parameters={"scale": scale, "seed": seed},
+                    cwd=str(ch.path),
+                    kernel_name="python3",
+                    progress_bar=False,
+                    log_output=False,
+                    kernel_manager_class=kernel_manager_with_env(env),
+                )
                 status = f"ok ({time.perf_counter() - t0:.1f} s)"
             except PapermillExecutionError as exc:
                 status = f"failed: {exc.ename}: {str(exc.evalue).splitlines()[0][:200] if exc.evalue else ''}"

@@ -86,9 +86,16 @@ class RunRecord:
                 raise TypeError(f"a JSON object was expected, got {type(data).__name__}")
             names = {f.name for f in fields(cls)}
             rec = cls(**{k: v for k, v in data.items() if k in names})
-            if not (isinstance(rec.chapter, str) and isinstance(rec.scale, str) and isinstance(rec.key, str)
-                    and isinstance(rec.status, str) and isinstance(rec.wall_s, (int, float)) and isinstance(rec.seed, int)
-                    and isinstance(rec.finished, str) and isinstance(rec.params, dict)):
+            if not (
+                isinstance(rec.chapter, str)
+                and isinstance(rec.scale, str)
+                and isinstance(rec.key, str)
+                and isinstance(rec.status, str)
+                and isinstance(rec.wall_s, (int, float))
+                and isinstance(rec.seed, int)
+                and isinstance(rec.finished, str)
+                and isinstance(rec.params, dict)
+            ):
                 raise TypeError("fields of the wrong type")
         except (ValueError, TypeError, UnicodeDecodeError) as exc:
             raise ValueError(f"{path} is not a run record ({type(exc).__name__}: {exc})") from None
@@ -308,12 +315,25 @@ class Book:
         last_failure = self.failure(scale, chapter)
         if not force and last_failure is not None and last_failure.key == key and last_failure.status == "failed":
             # the same sources, library, pins and parameters failed before: running them again would fail again
-            last_failure.error = {**(last_failure.error or {}), "evalue": (
-                f"not executed again: it failed with these same inputs at {last_failure.finished} "
-                f"({(last_failure.error or {}).get('evalue', '')}); --force runs it anyway")[:600]}
+            last_failure.error = {
+                **(last_failure.error or {}),
+                "evalue": (
+                    f"not executed again: it failed with these same inputs at {last_failure.finished} "
+                    f"({(last_failure.error or {}).get('evalue', '')}); --force runs it anyway"
+                )[:600],
+            }
             return last_failure
-        record = RunRecord(chapter=chapter.id, scale=scale, seed=seed, status="ok", wall_s=0.0, key=key, cpus=os.cpu_count() or 0, cpu=cpu_description(),
-                           params=params)
+        record = RunRecord(
+            chapter=chapter.id,
+            scale=scale,
+            seed=seed,
+            status="ok",
+            wall_s=0.0,
+            key=key,
+            cpus=os.cpu_count() or 0,
+            cpu=cpu_description(),
+            params=params,
+        )
         if kernels.cancelled:
             record.status = "interrupted"
             return record
@@ -343,8 +363,13 @@ class Book:
                 except Exception as exc:  # front matter or cell markup that jupytext cannot read: this chapter fails
                     mark = getattr(exc, "problem_mark", None) or getattr(getattr(exc, "__context__", None), "problem_mark", None)
                     record.status = "failed"
-                    record.error = {"notebook": nb_path.name, "cell": None, "line": (mark.line + 1) if mark is not None else None,
-                                    "ename": type(exc).__name__, "evalue": f"{nb_path}: " + str(exc).replace("\n", " ")[:480]}
+                    record.error = {
+                        "notebook": nb_path.name,
+                        "cell": None,
+                        "line": (mark.line + 1) if mark is not None else None,
+                        "ename": type(exc).__name__,
+                        "evalue": f"{nb_path}: " + str(exc).replace("\n", " ")[:480],
+                    }
                     break
                 try:
                     papermill.execute_notebook(
@@ -478,7 +503,11 @@ class Book:
         known = [w for w in expected.values() if w is not None]
         if todo:
             unknown = len(todo) - len(known)
-            est = f"about {_duration(estimate_wall(known, jobs))} judging by the previous runs" if known else "no previous run to judge the time by"
+            est = (
+                f"about {_duration(estimate_wall(known, jobs))} judging by the previous runs"
+                if known
+                else "no previous run to judge the time by"
+            )
             if known and unknown:
                 est += f" ({unknown} chapter(s) without one)"
             say(f"{len(todo)} of {len(chapters)} chapter(s) to execute at {scale} scale, {min(jobs, len(todo))} at a time; {est}")
@@ -487,8 +516,17 @@ class Book:
         overall = tqdm(total=len(chapters), desc=f"chapters ({scale})", unit="chapter", disable=not progress, position=0)
         pool = ThreadPoolExecutor(max_workers=jobs)
         futures = {
-            pool.submit(self.execute, ch, scale, seed, force=force, position=1 + (i % jobs), progress=progress, kernels=kernels,
-                        params=params): ch
+            pool.submit(
+                self.execute,
+                ch,
+                scale,
+                seed,
+                force=force,
+                position=1 + (i % jobs),
+                progress=progress,
+                kernels=kernels,
+                params=params,
+            ): ch
             for i, ch in enumerate(chapters)
         }
         left = dict(expected)
@@ -653,8 +691,6 @@ def _source_cell_number(source, cell_index: int | None) -> str | None:
     lines = cells[idx].source.strip().splitlines()
     first = lines[0][:60] if lines else ""
     return f"{idx + 1} (code cell {code_no}: {first!r})"
-
-
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -941,8 +977,7 @@ side by side (``--jobs``, sweeps), so a second BLAS thread per kernel would only
 (and inflate the CPU time recorded). A value already in the environment is kept."""
 
 
-def kernel_manager_with_env(extra_env: dict[str, str], registry: KernelRegistry | None = None,
-                            cpu: list[float] | None = None):
+def kernel_manager_with_env(extra_env: dict[str, str], registry: KernelRegistry | None = None, cpu: list[float] | None = None):
     """A kernel-manager class whose kernels start with ``extra_env`` added to the environment
     (and :data:`ONE_THREAD_ENV` where the environment does not set those variables).
 

@@ -102,8 +102,11 @@ def decide_cost(book: Book, scale: str, cid: str, row: dict) -> dict | None:
     """
     if row.get("kind") != "paper" or current_word(row) != "undecided":
         return None
-    need = [(int(st["n_needed"]), int(st.get("n") or 0)) for _, st in _noisy_checks(row)
-            if st.get("outcome") == "inconclusive" and st.get("n_needed")]
+    need = [
+        (int(st["n_needed"]), int(st.get("n") or 0))
+        for _, st in _noisy_checks(row)
+        if st.get("outcome") == "inconclusive" and st.get("n_needed")
+    ]
     if not need:
         return None
     n_needed, n = max(need)
@@ -225,6 +228,7 @@ def _seed_aggregates(book: Book, scale: str) -> tuple[str, dict[str, dict[str, d
     for s in [scale] + [x for x in SCALES if x != scale]:
         claims = load_sweep_claims(book, s)
         looks = planned_looks(book, s)
+
         def safe(rows, looks=looks):
             try:
                 return aggregate(rows, looks=looks)
@@ -338,8 +342,11 @@ def _scorecard(book: Book, scale: str, figure_dir: Path | None, anchors: dict[st
                 elif agg is not None:
                     from .sweep import describe
 
-                    seeds_cell = f"`{sweep_scale}`, pooled: {VERDICT_MARK.get(agg['overall'], agg['overall'])}" + (
-                        f" ({agg['why']})" if agg.get("why") else "") + f"; {describe(agg)}"
+                    seeds_cell = (
+                        f"`{sweep_scale}`, pooled: {VERDICT_MARK.get(agg['overall'], agg['overall'])}"
+                        + (f" ({agg['why']})" if agg.get("why") else "")
+                        + f"; {describe(agg)}"
+                    )
                     if kind == "paper":
                         overall_counts[agg["overall"]] = overall_counts.get(agg["overall"], 0) + 1
                         seeds_behind.update(agg["seeds"])
@@ -357,15 +364,27 @@ def _scorecard(book: Book, scale: str, figure_dir: Path | None, anchors: dict[st
                 if kind == "paper":
                     few = _cell(_short(r["claim"], 60)).replace("[", "(").replace("]", ")")
                     target = anchors.get(cid)
-                    claim_cell = (f"{{ref}}`{few.replace('`', '')} <{target}>`" if target
-                                  else _doc_link(few, f"{cid}/{ch.notebooks[0].stem}"))
+                    claim_cell = (
+                        f"{{ref}}`{few.replace('`', '')} <{target}>`"
+                        if target
+                        else _doc_link(few, f"{cid}/{ch.notebooks[0].stem}")
+                    )
                     verdict = VERDICT_MARK.get(v, v)
                     if agg is not None:
                         verdict += f"; over {agg['n']} seeds: {VERDICT_MARK.get(agg['overall'], agg['overall'])}"
-                    compact.append("| " + " | ".join([
-                        _doc_link(cid[:2], f"{cid}/{ch.notebooks[0].stem}") if first_compact else "", claim_cell,
-                        _cell(verdict), _cell(_one_effect(r, agg, digits=2)), _cell(_short(r.get("paper", ""), 36)),
-                    ]) + " |")
+                    compact.append(
+                        "| "
+                        + " | ".join(
+                            [
+                                _doc_link(cid[:2], f"{cid}/{ch.notebooks[0].stem}") if first_compact else "",
+                                claim_cell,
+                                _cell(verdict),
+                                _cell(_one_effect(r, agg, digits=2)),
+                                _cell(_short(r.get("paper", ""), 36)),
+                            ]
+                        )
+                        + " |"
+                    )
                     first_compact = False
 
     def tally(kind: str) -> str:
@@ -376,12 +395,17 @@ def _scorecard(book: Book, scale: str, figure_dir: Path | None, anchors: dict[st
 
     papers = remit(book)
     n_paper = sum(counts["paper"].values())
-    single = (f"at `{scale}` scale, single seed (seed 0): "
-              + ", ".join(f"**{counts['paper'].get(w, 0)} {w}**" for w in PAPER_WORDS) + ".")
+    single = (
+        f"at `{scale}` scale, single seed (seed 0): "
+        + ", ".join(f"**{counts['paper'].get(w, 0)} {w}**" for w in PAPER_WORDS)
+        + "."
+    )
     card = _Card(rows_by_kind=rows_by_kind, compact=compact, counts=counts)
     ran = {cid for cid, payloads in records.items() if any(not pl["mismatch"] for pl in payloads)}
     written = [p for p in papers if p["id"] in chapters]
-    from_papers = f"from the {len(ran)} chapter{'s' * (len(ran) != 1)} that ran, of {len(written)} written for the {len(papers)} papers"
+    from_papers = (
+        f"from the {len(ran)} chapter{'s' * (len(ran) != 1)} that ran, of {len(written)} written for the {len(papers)} papers"
+    )
     if len(ran) == len(written) == len(papers):
         from_papers = f"from all {len(papers)} papers"
     if over_seeds:
@@ -398,23 +422,34 @@ def _scorecard(book: Book, scale: str, figure_dir: Path | None, anchors: dict[st
         card.rule = f"**How verdicts are decided.** {VERDICT_RULE} **Over seeds:** {AGGREGATE_RULE}"
     else:
         card.tally = f"**{n_paper} paper claim{'s' * (n_paper != 1)}** {from_papers} {single}"
-        card.rule = (f"**How verdicts are decided.** {VERDICT_RULE} No sweep over seeds has run yet, so every row is a "
-                     "single seed (`python -m icml26 sweep --until-decided` adds seeds until the claims are decided).")
+        card.rule = (
+            f"**How verdicts are decided.** {VERDICT_RULE} No sweep over seeds has run yet, so every row is a "
+            "single seed (`python -m icml26 sweep --until-decided` adds seeds until the claims are decided)."
+        )
     if figure_dir is not None:
-        card.data_links = ["The scorecard as data: {download}`claims.json <_generated/claims.json>` (every claim with its "
-                           "checks, effects, intervals, smallest effects, replicates, seeds and rules) and {download}`claims.csv "
-                           "<_generated/claims.csv>` (one row per claim; `pandas.read_csv` reads it).", ""]
+        card.data_links = [
+            "The scorecard as data: {download}`claims.json <_generated/claims.json>` (every claim with its "
+            "checks, effects, intervals, smallest effects, replicates, seeds and rules) and {download}`claims.csv "
+            "<_generated/claims.csv>` (one row per claim; `pandas.read_csv` reads it).",
+            "",
+        ]
     card.kinds = (
         "Only *paper* claims, the papers' empirical results tested here, count in that line. Besides them the chapters "
         f"check {tally('derived')} *derived* identities, show {tally('stand-in')} *stand-in* behaviours, and test "
         f"{tally('own')} properties of their *own* tooling; each kind has its own table and its own words. "
         "Every cell is filled from the claim records the chapters wrote when they ran; nothing here is typed by hand. "
-        "\"—\" marks an empty cell."
+        '"—" marks an empty cell.'
     )
     if figure_dir is not None and forest:
-        fig_title = ("Paper claims: our effect with its interval" + (" (pooled over seeds where a sweep ran, at 1−2α/K; else seed 0, 90 %)" if over_seeds else " (seed 0, 90 %)"))
-        cached_figure(book, figure_dir / "forest.png", {"rows": forest, "title": fig_title},
-                      lambda out: forest_figure(forest, title=fig_title, path=out))
+        fig_title = "Paper claims: our effect with its interval" + (
+            " (pooled over seeds where a sweep ran, at 1−2α/K; else seed 0, 90 %)" if over_seeds else " (seed 0, 90 %)"
+        )
+        cached_figure(
+            book,
+            figure_dir / "forest.png",
+            {"rows": forest, "title": fig_title},
+            lambda out: forest_figure(forest, title=fig_title, path=out),
+        )
         card.forest = [
             "```{figure} _generated/forest.png",
             ":name: forest-plot",
@@ -434,7 +469,8 @@ def _scorecard(book: Book, scale: str, figure_dir: Path | None, anchors: dict[st
         ids = sorted({r.chapter.split("-")[0] for r in stale})
         card.notes += [
             f"{len(stale)} stored sweep task(s) at `{sweep_scale}` ran an earlier version of their chapter (chapters "
-            + ", ".join(ids) + f"), so their claims are left out of *Over seeds*; `python -m icml26 sweep {' '.join(ids)} "
+            + ", ".join(ids)
+            + f"), so their claims are left out of *Over seeds*; `python -m icml26 sweep {' '.join(ids)} "
             f"--scale {sweep_scale} --seeds ...` runs them again.",
             "",
         ]
@@ -447,7 +483,8 @@ def _scorecard(book: Book, scale: str, figure_dir: Path | None, anchors: dict[st
     if with_params:
         card.notes += [
             "Sweep tasks with non-default parameters are kept apart and not pooled here: "
-            + "; ".join(f"{cid} ({' | '.join(sorted(ps))})" for cid, ps in sorted(with_params.items())) + ".",
+            + "; ".join(f"{cid} ({' | '.join(sorted(ps))})" for cid, ps in sorted(with_params.items()))
+            + ".",
             "",
         ]
     if mismatched:
@@ -458,8 +495,10 @@ def _scorecard(book: Book, scale: str, figure_dir: Path | None, anchors: dict[st
             "```",
             "",
         ]
-    cov = ["| Paper | Chapter | Paper claims: reproduced / partly / not / undecided / untestable here | Derived | Stand-in | Own | Run time |",
-           "|---|---|---|---|---|---|---|"]
+    cov = [
+        "| Paper | Chapter | Paper claims: reproduced / partly / not / undecided / untestable here | Derived | Stand-in | Own | Run time |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for p in papers:
         cid = p["id"]
         title = _cell(p["title"])
@@ -481,12 +520,15 @@ def _scorecard(book: Book, scale: str, figure_dir: Path | None, anchors: dict[st
 
 
 DETAIL_PAGE = "claims"  # book/claims.md: the "Claims in detail" page, which includes _generated/claims-detail.md
-COMPACT_HEADER = ("| Ch. | Paper claim | Verdict | Our effect [interval: 90 %; pooled, 1−2α/K], δ smallest effect, n≈ replicates that would decide it | The paper's figure |\n"
-                  "|---|---|---|---|---|")
+COMPACT_HEADER = (
+    "| Ch. | Paper claim | Verdict | Our effect [interval: 90 %; pooled, 1−2α/K], δ smallest effect, n≈ replicates that would decide it | The paper's figure |\n"
+    "|---|---|---|---|---|"
+)
 
 
-def scorecard_markdown(book: Book, scale: str = "full", *, figure_dir: Path | None = None,
-                       anchors: dict[str, str] | None = None) -> str:
+def scorecard_markdown(
+    book: Book, scale: str = "full", *, figure_dir: Path | None = None, anchors: dict[str, str] | None = None
+) -> str:
     """The front page's scorecard as MyST markdown: headline tallies, forest plot, one compact table of paper claims.
 
     Each row of the table (chapter, the claim in a few words, verdict, our effect with its
@@ -504,14 +546,27 @@ def scorecard_markdown(book: Book, scale: str = "full", *, figure_dir: Path | No
     out = [card.tally, ""] + card.data_links + card.notes + card.forest
     out += ["### Paper claims", ""]
     if card.compact:
-        out += ["```{table}", ":class: scorecard-compact", ":widths: auto", "", COMPACT_HEADER, *card.compact, "```", "",
-                "Each claim links to its chapter's claim check. The effect is the first noisy core check's, in the "
-                "claim's own units (pooled over seeds where a sweep ran); \"—\" marks a claim decided by exact checks "
-                "(counts, identities) alone.", ""]
+        out += [
+            "```{table}",
+            ":class: scorecard-compact",
+            ":widths: auto",
+            "",
+            COMPACT_HEADER,
+            *card.compact,
+            "```",
+            "",
+            "Each claim links to its chapter's claim check. The effect is the first noisy core check's, in the "
+            'claim\'s own units (pooled over seeds where a sweep ran); "—" marks a claim decided by exact checks '
+            "(counts, identities) alone.",
+            "",
+        ]
     else:
         out += ["*(none)*", ""]
-    out += [f"{card.kinds} How each verdict was decided, smallest effects, replicates needed, stand-ins, notes, "
-            f"revisions and the other kinds of claim, row by row: {more}.", ""]
+    out += [
+        f"{card.kinds} How each verdict was decided, smallest effects, replicates needed, stand-ins, notes, "
+        f"revisions and the other kinds of claim, row by row: {more}.",
+        "",
+    ]
     return "\n".join(out)
 
 
@@ -521,8 +576,10 @@ def claims_detail_markdown(book: Book, scale: str = "full") -> str:
     out = "\n".join([card.tally, "", card.rule, "", card.kinds, "", *card.notes])
     out += "\n## Coverage\n\n" + "\n".join(card.coverage) + "\n"
     header = "| Chapter | Claim | Paper | This run (seed 0) | Verdict | Over seeds | How it was decided | Stand-in | Note |\n|---|---|---|---|---|---|---|---|---|"
-    paper_header = ("| Chapter | Claim | Paper | This run (seed 0) | Verdict | Effect [interval] | Smallest effect | "
-                    "Replicates needed | Over seeds | How it was decided | Stand-in | Note |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
+    paper_header = (
+        "| Chapter | Claim | Paper | This run (seed 0) | Verdict | Effect [interval] | Smallest effect | "
+        "Replicates needed | Over seeds | How it was decided | Stand-in | Note |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
+    )
     for kind, title in KIND_TITLE.items():
         out += f"\n## {title}\n\n"
         h = paper_header if kind == "paper" else header
@@ -541,24 +598,72 @@ def verdict_box(cid: str, payloads: list[dict], *, label: str | None = None) -> 
         return ""
     order = {k: i for i, k in enumerate(KIND_TITLE)}
     rows = sorted(rows, key=lambda r: order.get(r.get("kind"), len(order)))
-    lines = ["````{admonition} The verdicts of this run", ":class: important", "",
-             "```{table}", ":class: scorecard-compact", ":widths: auto", "",
-             "| Claim | Kind | Verdict | Effect [90% interval], or our figure |", "|---|---|---|---|"]
+    lines = [
+        "````{admonition} The verdicts of this run",
+        ":class: important",
+        "",
+        "```{table}",
+        ":class: scorecard-compact",
+        ":widths: auto",
+        "",
+        "| Claim | Kind | Verdict | Effect [90% interval], or our figure |",
+        "|---|---|---|---|",
+    ]
     for r in rows:
         effect = _one_effect(r) or _short(r.get("ours", ""), 60)
         v = r.get("verdict", "")
-        lines.append("| " + " | ".join([_cell(_short(r.get("claim", ""), 80)), _cell(r.get("kind", "")),
-                                        _cell(VERDICT_MARK.get(v, v)), _cell(effect)]) + " |")
+        lines.append(
+            "| "
+            + " | ".join(
+                [_cell(_short(r.get("claim", ""), 80)), _cell(r.get("kind", "")), _cell(VERDICT_MARK.get(v, v)), _cell(effect)]
+            )
+            + " |"
+        )
     where = f"{{ref}}`Claim check <{label}>`" if label else "*Claim check*"
-    lines += ["```", "", f"How each verdict was decided, and the paper's figures beside ours: {where}. Only *paper* claims "
-              "are reproductions.", "````"]
+    lines += [
+        "```",
+        "",
+        f"How each verdict was decided, and the paper's figures beside ours: {where}. Only *paper* claims are reproductions.",
+        "````",
+    ]
     return "\n".join(lines)
 
+
 CLAIM_COLUMNS: tuple[str, ...] = (
-    "chapter", "part", "id", "kind", "claim", "verdict", "why", "effect", "ci_low", "ci_high", "smallest_effect",
-    "paper_effect", "unit", "n", "n_needed", "outcome", "seeds", "pooled_verdict", "pooled_effect", "pooled_ci_low",
-    "pooled_ci_high", "pooled_n", "rule", "paper", "ours", "stand_in", "note", "revised", "to_test", "untestable",
-    "decide_minutes", "scale", "seed", "run_key",
+    "chapter",
+    "part",
+    "id",
+    "kind",
+    "claim",
+    "verdict",
+    "why",
+    "effect",
+    "ci_low",
+    "ci_high",
+    "smallest_effect",
+    "paper_effect",
+    "unit",
+    "n",
+    "n_needed",
+    "outcome",
+    "seeds",
+    "pooled_verdict",
+    "pooled_effect",
+    "pooled_ci_low",
+    "pooled_ci_high",
+    "pooled_n",
+    "rule",
+    "paper",
+    "ours",
+    "stand_in",
+    "note",
+    "revised",
+    "to_test",
+    "untestable",
+    "decide_minutes",
+    "scale",
+    "seed",
+    "run_key",
 )
 
 
@@ -585,29 +690,61 @@ def claims_data(book: Book, scale: str = "full") -> list[dict]:
                     d = (r.get("decisions") or {}).get(name) or {}
                     st = {k: v for k, v in (d.get("stats") or {}).items() if k not in ("diffs",)}
                     checks[name] = {"outcome": o, "rule": d.get("rule", ""), "detail": d.get("detail", ""), **st}
-                first = next((c for c in checks.values() if c.get("smallest_effect") is not None and c.get("ci_low") is not None), {})
+                first = next(
+                    (c for c in checks.values() if c.get("smallest_effect") is not None and c.get("ci_low") is not None), {}
+                )
                 first_name = next((k for k, c in checks.items() if c is first), None)
-                pooled = (agg or {}).get("pooled", {}).get("checks", {}).get(first_name, {}).get("stats", {}) if first_name else {}
+                pooled = (
+                    (agg or {}).get("pooled", {}).get("checks", {}).get(first_name, {}).get("stats", {}) if first_name else {}
+                )
                 row = {
-                    "chapter": cid, "part": payload.get("part", "main"), "id": r.get("id"), "kind": r.get("kind"),
-                    "claim": r.get("claim"), "verdict": r.get("verdict"), "why": r.get("why", ""),
-                    "effect": first.get("effect"), "ci_low": first.get("ci_low"), "ci_high": first.get("ci_high"),
-                    "smallest_effect": first.get("smallest_effect"), "paper_effect": first.get("paper_effect"),
-                    "unit": first.get("unit"), "n": first.get("n"), "n_needed": first.get("n_needed"),
-                    "outcome": first.get("outcome"), "seeds": (agg or {}).get("seeds", [payload.get("seed")]),
-                    "pooled_verdict": (agg or {}).get("overall"), "pooled_effect": pooled.get("effect"),
-                    "pooled_ci_low": pooled.get("ci_low"), "pooled_ci_high": pooled.get("ci_high"), "pooled_n": pooled.get("n"),
+                    "chapter": cid,
+                    "part": payload.get("part", "main"),
+                    "id": r.get("id"),
+                    "kind": r.get("kind"),
+                    "claim": r.get("claim"),
+                    "verdict": r.get("verdict"),
+                    "why": r.get("why", ""),
+                    "effect": first.get("effect"),
+                    "ci_low": first.get("ci_low"),
+                    "ci_high": first.get("ci_high"),
+                    "smallest_effect": first.get("smallest_effect"),
+                    "paper_effect": first.get("paper_effect"),
+                    "unit": first.get("unit"),
+                    "n": first.get("n"),
+                    "n_needed": first.get("n_needed"),
+                    "outcome": first.get("outcome"),
+                    "seeds": (agg or {}).get("seeds", [payload.get("seed")]),
+                    "pooled_verdict": (agg or {}).get("overall"),
+                    "pooled_effect": pooled.get("effect"),
+                    "pooled_ci_low": pooled.get("ci_low"),
+                    "pooled_ci_high": pooled.get("ci_high"),
+                    "pooled_n": pooled.get("n"),
                     "rule": first.get("rule") or "; ".join(c.get("rule", "") for c in checks.values() if c.get("rule")),
-                    "paper": r.get("paper", ""), "ours": r.get("ours", ""), "stand_in": r.get("stand_in", ""),
-                    "note": r.get("note", ""), "revised": r.get("revised", ""), "to_test": r.get("to_test", ""),
+                    "paper": r.get("paper", ""),
+                    "ours": r.get("ours", ""),
+                    "stand_in": r.get("stand_in", ""),
+                    "note": r.get("note", ""),
+                    "revised": r.get("revised", ""),
+                    "to_test": r.get("to_test", ""),
                     "untestable": r.get("untestable", ""),
-                    "decide_minutes": (decide_cost(book, scale, cid, r) or {}).get("minutes"), "scale": payload.get("scale"),
-                    "seed": payload.get("seed"), "run_key": payload.get("run_key", ""),
+                    "decide_minutes": (decide_cost(book, scale, cid, r) or {}).get("minutes"),
+                    "scale": payload.get("scale"),
+                    "seed": payload.get("seed"),
+                    "run_key": payload.get("run_key", ""),
                     "checks": checks,
-                    "control": {k: {"outcome": d.get("outcome"), "detail": d.get("detail", "")} for k, d in (r.get("control") or {}).items()},
-                    "guards": {k: {"outcome": d.get("outcome"), "detail": d.get("detail", "")} for k, d in (r.get("guards") or {}).items()},
-                    "pooled_checks": {k: {kk: vv for kk, vv in (d.get("stats") or {}).items() if kk != "diffs"}
-                                      for k, d in (agg or {}).get("pooled", {}).get("checks", {}).items()},
+                    "control": {
+                        k: {"outcome": d.get("outcome"), "detail": d.get("detail", "")}
+                        for k, d in (r.get("control") or {}).items()
+                    },
+                    "guards": {
+                        k: {"outcome": d.get("outcome"), "detail": d.get("detail", "")}
+                        for k, d in (r.get("guards") or {}).items()
+                    },
+                    "pooled_checks": {
+                        k: {kk: vv for kk, vv in (d.get("stats") or {}).items() if kk != "diffs"}
+                        for k, d in (agg or {}).get("pooled", {}).get("checks", {}).items()
+                    },
                 }
                 out.append(row)
     return out
@@ -658,5 +795,3 @@ def cached_figure(book: Book, path: Path, data: Any, draw) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(cache, path)
     return path
-
-

@@ -79,8 +79,14 @@ def status_markdown(book: Book) -> str:
     baselines = load_baselines(book, "full")
     head = [h for s in SCALES for h in (f"`{s}` wall", f"`{s}` CPU")]
     head += [f"`full` CPU in {b['label']}" for b in baselines] + (["`full` CPU now ÷ then"] if baselines else [])
-    lines = [f"These pages were built from **{describe(book.root)}**.", "", "## Chapter runs", "",
-             "| Chapter | " + " | ".join(head) + " | Last good run (full) |", "|---|" + "---|" * (len(head) + 1)]
+    lines = [
+        f"These pages were built from **{describe(book.root)}**.",
+        "",
+        "## Chapter runs",
+        "",
+        "| Chapter | " + " | ".join(head) + " | Last good run (full) |",
+        "|---|" + "---|" * (len(head) + 1),
+    ]
     stale_notes = []
     made_on: dict[str, list[str]] = {}  # CPU -> the runs shown that it made
     for ch in book.chapters():
@@ -108,9 +114,12 @@ def status_markdown(book: Book) -> str:
             cells.append(f"{cpu_full / then:.2f}" if cpu_full and then else "—")
         rec = book.record("full", ch)
         lines.append(f"| {ch.id} | " + " | ".join(cells) + f" | {rec.finished if rec else '—'} |")
-    lines += ["", "Wall time is the chapter's execution through papermill, kernel start included; CPU is the "
-              "CPU time of the chapter's kernel (user + system), which grows far less than wall time when other "
-              "work shares the machine (— where a run predates its recording)."]
+    lines += [
+        "",
+        "Wall time is the chapter's execution through papermill, kernel start included; CPU is the "
+        "CPU time of the chapter's kernel (user + system), which grows far less than wall time when other "
+        "work shares the machine (— where a run predates its recording).",
+    ]
     here = cpu_description()
     shown = sum(len(r) for r in made_on.values())
 
@@ -123,15 +132,23 @@ def status_markdown(book: Book) -> str:
     if made_on.get(""):
         lines.append(f"Runs whose CPU was not recorded (made before run records named it): {which(made_on[''])}.")
     if others or made_on.get(""):
-        lines.append("The same seed gives the same figures on the same kind of CPU; kernels for other vector "
-                     "instructions round differently, which moves the figures of chapters that train models.")
+        lines.append(
+            "The same seed gives the same figures on the same kind of CPU; kernels for other vector "
+            "instructions round differently, which moves the figures of chapters that train models."
+        )
     for b in baselines:
         cpu = b.get("cpu")
-        where = (f"on {_cell(cpu)}" + ("" if cpu == here else f", not this build's CPU ({_cell(here)}), so the ratio compares machines as well as code")
-                 if cpu else f"on a CPU that was not recorded (this build's: {_cell(here)}), so the ratio may compare machines as well as code")
-        lines.append(f"The `full` CPU in {b['label']} comes from runs of {_cell(b.get('built_from', '?'))}, saved at {b.get('saved', '?')} "
-                     f"(`data/timings/full-{b['label']}.json`, which lists when each run finished; written by `python -m icml26 times --save {b['label']}`), "
-                     f"{where}.")
+        where = (
+            f"on {_cell(cpu)}"
+            + ("" if cpu == here else f", not this build's CPU ({_cell(here)}), so the ratio compares machines as well as code")
+            if cpu
+            else f"on a CPU that was not recorded (this build's: {_cell(here)}), so the ratio may compare machines as well as code"
+        )
+        lines.append(
+            f"The `full` CPU in {b['label']} comes from runs of {_cell(b.get('built_from', '?'))}, saved at {b.get('saved', '?')} "
+            f"(`data/timings/full-{b['label']}.json`, which lists when each run finished; written by `python -m icml26 times --save {b['label']}`), "
+            f"{where}."
+        )
     lines.append("")
     if stale_notes:
         lines += [
@@ -217,7 +234,7 @@ def clean_executed(nb) -> list[str]:
                 elif "text/plain" in data:
                     nans += len(_NAN_TEXT.findall(_joined(data["text/plain"])))
         if nans:
-            problems.append(f"cell {i + 1}: {nans} NaN/None cell(s) in a table (show \"—\" and say once what it means)")
+            problems.append(f'cell {i + 1}: {nans} NaN/None cell(s) in a table (show "—" and say once what it means)')
     return problems
 
 
@@ -234,7 +251,9 @@ def fold_parameters(nb) -> None:
     for i in reversed(injected):
         del nb.cells[i]
     values = ", ".join(f"`{k} = {v!r}`" for k, v in params.items()) or "the defaults above"
-    nb.cells.insert(injected[0], _markdown_cell(f"*This run used {values}: the runner set them, overriding the defaults in the cell above.*"))
+    nb.cells.insert(
+        injected[0], _markdown_cell(f"*This run used {values}: the runner set them, overriding the defaults in the cell above.*")
+    )
 
 
 class _Node(dict):
@@ -315,7 +334,9 @@ def write_notebook(nb) -> str:
 
 def _markdown_cell(text: str):
     """A markdown cell whose id is derived from its text, so staging the same page twice gives the same file."""
-    return _Node(cell_type="markdown", id="icml26-" + hashlib.sha256(text.encode()).hexdigest()[:12], metadata=_Node(), source=text)
+    return _Node(
+        cell_type="markdown", id="icml26-" + hashlib.sha256(text.encode()).hexdigest()[:12], metadata=_Node(), source=text
+    )
 
 
 def _banner(nb, admonition: str, text: str) -> None:
@@ -341,7 +362,7 @@ def _after_claim(nb, block: str) -> None:
     for cell in nb.cells:
         if cell.cell_type == "markdown" and re.search(r"^## Parameters\s*$", cell.source, re.M):
             m = re.search(r"^## Parameters\s*$", cell.source, re.M)
-            head, rest = cell.source[: m.start()], cell.source[m.start():]
+            head, rest = cell.source[: m.start()], cell.source[m.start() :]
             cell.source = (head.rstrip() + "\n\n" if head.strip() else "") + block + "\n\n" + rest
             return
     _under_title(nb, block)
@@ -354,7 +375,7 @@ def _label_heading(nb, heading: str, label: str) -> bool:
         if cell.cell_type == "markdown":
             m = pattern.search(cell.source)
             if m:
-                cell.source = cell.source[: m.start()] + f"({label})=\n" + cell.source[m.start():]
+                cell.source = cell.source[: m.start()] + f"({label})=\n" + cell.source[m.start() :]
                 return True
     return False
 
@@ -377,18 +398,22 @@ def rerun_box(ch: Chapter, nb_path: Path, params: dict, scale: str) -> str:
     stem = nb_path.stem
     shown = {**params, "scale": scale, "seed": 0}
     p_args = " ".join(f"-p {k} {shlex.quote(str(v))}" for k, v in shown.items())
-    others = ", ".join(f"`{k} = {v!r}`" for k, v in params.items() if k not in ("scale", "seed")) or "none besides `scale` and `seed`"
-    return "\n".join([
-        "````{admonition} Rerun this chapter",
-        ":class: dropdown tip",
-        "",
-        f"- With the book's runner (cached; records go to the scorecard): `python -m icml26 run {ch.id[:2]} --scale {scale} --seed 0`",
-        f"- With papermill, on a scratch copy: `jupytext --to ipynb {rel} -o _build/manual/{stem}.ipynb`, then "
-        f"`papermill --cwd {Path(rel).parent.as_posix()} _build/manual/{stem}.ipynb _build/manual/{stem}-{scale}.ipynb {p_args}`",
-        f"- In JupyterLab: open `{rel}` (it opens as a notebook; `jupyter lab --allow-root` when run as root).",
-        f"- The chapter's parameters: {others}.",
-        "````",
-    ])
+    others = (
+        ", ".join(f"`{k} = {v!r}`" for k, v in params.items() if k not in ("scale", "seed")) or "none besides `scale` and `seed`"
+    )
+    return "\n".join(
+        [
+            "````{admonition} Rerun this chapter",
+            ":class: dropdown tip",
+            "",
+            f"- With the book's runner (cached; records go to the scorecard): `python -m icml26 run {ch.id[:2]} --scale {scale} --seed 0`",
+            f"- With papermill, on a scratch copy: `jupytext --to ipynb {rel} -o _build/manual/{stem}.ipynb`, then "
+            f"`papermill --cwd {Path(rel).parent.as_posix()} _build/manual/{stem}.ipynb _build/manual/{stem}-{scale}.ipynb {p_args}`",
+            f"- In JupyterLab: open `{rel}` (it opens as a notebook; `jupyter lab --allow-root` when run as root).",
+            f"- The chapter's parameters: {others}.",
+            "````",
+        ]
+    )
 
 
 def _placeholder(book: Book, ch: Chapter, scale: str, word: str, why: str, stem: str) -> str:
@@ -442,7 +467,11 @@ def build_note(book: Book, scale: str, shown: dict[str, str]) -> str:
         first, last = days[0], days[-1]
         when = f" on {first[:10]}" if first[:10] == last[:10] else f" between {first[:10]} and {last[:10]}"
     cpus = sorted({r.cpus for r in recs if r.cpus})
-    machine = f", on a {cpus[0]}-core CPU" if len(cpus) == 1 else (f", on machines with {', '.join(map(str, cpus))} CPU cores" if cpus else "")
+    machine = (
+        f", on a {cpus[0]}-core CPU"
+        if len(cpus) == 1
+        else (f", on machines with {', '.join(map(str, cpus))} CPU cores" if cpus else "")
+    )
     text = f"*The pages show the notebooks as executed at `{scale}` scale with {seed}{when}{machine}"
     text += f" ({len(recs)} of {total} chapters; run times on the {{doc}}`status page <status>`)."
     missing = [cid for cid, w in shown.items() if w in ("not run", "failed")]
@@ -532,10 +561,13 @@ def _stage(book: Book, scale: str, *, strict: bool) -> Staged:
                 _banner(nb, "warning", f"These results are stale: {_cell(why)}.")
             if ch.id in over_seeds:
                 n_seeds = max(a["n"] for a in over_seeds[ch.id].values())
-                _banner(nb, "note", f"This page shows the seed-0 run. The {_doc_link('scorecard', '../intro')} gives this "
-                        f"chapter's claims with their evidence pooled over {n_seeds} seeds (`{sweep_scale}` scale).")
-            nb.cells.append(_markdown_cell(
-                f"---\n\n*Built from {identity}; executed at `{scale}` scale, seed 0.*"))
+                _banner(
+                    nb,
+                    "note",
+                    f"This page shows the seed-0 run. The {_doc_link('scorecard', '../intro')} gives this "
+                    f"chapter's claims with their evidence pooled over {n_seeds} seeds (`{sweep_scale}` scale).",
+                )
+            nb.cells.append(_markdown_cell(f"---\n\n*Built from {identity}; executed at `{scale}` scale, seed 0.*"))
             (dest / src.name).write_text(write_notebook(nb), encoding="utf-8")
         for extra in ch.path.iterdir():  # images and other assets next to the notebook
             if extra.is_file() and extra.suffix.lower() in {".png", ".svg", ".jpg", ".jpeg", ".gif", ".bib"}:
@@ -567,8 +599,11 @@ def _stage(book: Book, scale: str, *, strict: bool) -> Staged:
     from .perf import benchmark_figure, performance_markdown
 
     bench_records = load_bench(book.results_dir(), scale)
-    fig = (cached_figure(book, gen / "perf-benchmarks.png", bench_records, lambda out: benchmark_figure(bench_records, out))
-           if bench_records else None)
+    fig = (
+        cached_figure(book, gen / "perf-benchmarks.png", bench_records, lambda out: benchmark_figure(bench_records, out))
+        if bench_records
+        else None
+    )
     (gen / "performance.md").write_text(performance_markdown(book, scale, figure=f"_generated/{fig.name}" if fig else None))
     staged.changed = sync_tree(site, final, keep={"_build"})
     shutil.rmtree(site)
@@ -675,4 +710,3 @@ def check_toc(book: Book) -> list[str]:
     if root and not (book.root / f"{root}.md").exists():
         problems.append(f"_toc.yml root {root} does not exist")
     return problems
-

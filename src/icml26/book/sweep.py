@@ -87,7 +87,9 @@ def parse_params(items: Sequence[str]) -> dict[str, Any]:
         if not sep or not key.isidentifier():
             raise ValueError(f"--param {item!r}: use key=value with a Python identifier as key")
         if key in ("scale", "seed"):
-            raise ValueError(f"--param {key}=…: set the {key} with --{key} (run) or --{key}{'s' if key == 'seed' else ''} (sweep)")
+            raise ValueError(
+                f"--param {key}=…: set the {key} with --{key} (run) or --{key}{'s' if key == 'seed' else ''} (sweep)"
+            )
         try:
             out[key] = json.loads(value)
         except json.JSONDecodeError:
@@ -158,7 +160,8 @@ def check_params(book: Book, chapters: Sequence[Chapter], params: dict) -> None:
         if unknown:
             raise ValueError(
                 f"chapter {ch.id} has no parameter {', '.join(map(repr, unknown))}; its parameters cell defines "
-                + ", ".join(sorted(valid)) + " (scale and seed are set with --scale and --seed/--seeds)"
+                + ", ".join(sorted(valid))
+                + " (scale and seed are set with --scale and --seed/--seeds)"
             )
 
 
@@ -176,8 +179,11 @@ def make_payload(book: Book, chapter: Chapter, scale: str, seed: int, params: di
         "key": key,
         "notebooks": [(nb.name, nb.read_text(encoding="utf-8")) for nb in chapter.notebooks],
         "data": data,
-        "library": {"modules": book.library_modules(chapter), "files": library_files(book.library_modules(chapter)),
-                    "pins": pinned_versions(book.root)},
+        "library": {
+            "modules": book.library_modules(chapter),
+            "files": library_files(book.library_modules(chapter)),
+            "pins": pinned_versions(book.root),
+        },
     }
 
 
@@ -195,11 +201,18 @@ def check_library(payload: dict) -> tuple[str, str | None]:
     fp_mine, fp_client = fingerprint(mine), fingerprint(lib["files"])
     problems = library_diff(lib["files"], mine)
     pins = pinned_versions_like(lib.get("pins", {}))
-    problems += [f"{name} {pins[name]} on the worker, {v} on the client" for name, v in sorted(lib.get("pins", {}).items()) if pins.get(name) != v]
+    problems += [
+        f"{name} {pins[name]} on the worker, {v} on the client"
+        for name, v in sorted(lib.get("pins", {}).items())
+        if pins.get(name) != v
+    ]
     if not problems:
         return fp_mine, None
-    return fp_mine, (f"the worker's library (fingerprint {fp_mine}) differs from the client's ({fp_client}): "
-                     + "; ".join(problems[:8]) + (f"; and {len(problems) - 8} more" if len(problems) > 8 else ""))
+    return fp_mine, (
+        f"the worker's library (fingerprint {fp_mine}) differs from the client's ({fp_client}): "
+        + "; ".join(problems[:8])
+        + (f"; and {len(problems) - 8} more" if len(problems) > 8 else "")
+    )
 
 
 def pinned_versions_like(pins: dict[str, str]) -> dict[str, str]:
@@ -236,11 +249,19 @@ def run_task(payload: dict) -> dict:
     from papermill.exceptions import PapermillExecutionError
 
     logging.getLogger("papermill").setLevel(logging.WARNING)
-    out: dict[str, Any] = {"status": "ok", "error": None, "notebooks": {}, "records": {}, "worker": f"{platform.node()}:{os.getpid()}"}
+    out: dict[str, Any] = {
+        "status": "ok",
+        "error": None,
+        "notebooks": {},
+        "records": {},
+        "worker": f"{platform.node()}:{os.getpid()}",
+    }
     t0 = time.perf_counter()
     out["library"], refusal = check_library(payload)
     if refusal is not None:  # never execute with another library than the one the cache key names
-        out.update(status="failed", wall_s=0.0, error={"notebook": None, "cell": None, "ename": "LibraryMismatch", "evalue": refusal})
+        out.update(
+            status="failed", wall_s=0.0, error={"notebook": None, "cell": None, "ename": "LibraryMismatch", "evalue": refusal}
+        )
         return out
     with tempfile.TemporaryDirectory(prefix="icml26-task-") as tmp:
         root = Path(tmp)
@@ -299,10 +320,19 @@ def store(book: Book, payload: dict, result: dict) -> SweepRecord:
     """
     lib = payload.get("library")
     if lib and result.get("status") == "ok" and result.get("library") != fingerprint(lib["files"]):
-        result = {**result, "status": "failed", "notebooks": {}, "records": {}, "error": {
-            "notebook": None, "cell": None, "ename": "LibraryMismatch",
-            "evalue": f"the worker ran library {result.get('library') or '(unknown: an older worker)'}, the client has "
-                      f"{fingerprint(lib['files'])}; the result is not stored"}}
+        result = {
+            **result,
+            "status": "failed",
+            "notebooks": {},
+            "records": {},
+            "error": {
+                "notebook": None,
+                "cell": None,
+                "ename": "LibraryMismatch",
+                "evalue": f"the worker ran library {result.get('library') or '(unknown: an older worker)'}, the client has "
+                f"{fingerprint(lib['files'])}; the result is not stored",
+            },
+        }
     dest = task_dir(book, payload["scale"], payload["seed"], payload["chapter"], payload.get("params"))
     tmp = dest.with_name(dest.name + ".tmp")
     if tmp.exists():
@@ -352,7 +382,9 @@ class Plan:
     cached: list[SweepRecord] = field(default_factory=list)
 
 
-def plan(book: Book, chapters: Iterable[Chapter], seeds: Sequence[int], scale: str, params: dict | None = None, *, force: bool = False) -> Plan:
+def plan(
+    book: Book, chapters: Iterable[Chapter], seeds: Sequence[int], scale: str, params: dict | None = None, *, force: bool = False
+) -> Plan:
     """Split chapters × seeds into cached tasks and tasks to execute."""
     check_scale(scale)
     params = dict(params or {})
@@ -375,7 +407,10 @@ def expected_seconds(book: Book, payloads: Sequence[dict]) -> float | None:
     for p in payloads:
         walls = [
             r.wall_s
-            for r in (load_task(book, p["scale"], p["seed"], p["chapter"], p.get("params")), book.record(p["scale"], p["chapter"]))
+            for r in (
+                load_task(book, p["scale"], p["seed"], p["chapter"], p.get("params")),
+                book.record(p["scale"], p["chapter"]),
+            )
             if r is not None and r.status != "failed" and r.wall_s
         ]
         if walls:
@@ -453,7 +488,12 @@ def sweep(
         desc = f"sweep {scale}: {len(p.todo)} task(s)"
         if expected is not None:
             desc += f", about {expected / nworkers:.0f} s expected"
-        futures = client.map(run_task, p.todo, pure=False, key=[f"icml26-{t['chapter']}-{t['scale']}-seed{t['seed']}-{t['key'][:12]}" for t in p.todo])
+        futures = client.map(
+            run_task,
+            p.todo,
+            pure=False,
+            key=[f"icml26-{t['chapter']}-{t['scale']}-seed{t['seed']}-{t['key'][:12]}" for t in p.todo],
+        )
         by_key = {f.key: t for f, t in zip(futures, p.todo)}
         bar = tqdm(total=len(futures), desc=desc, unit="task", disable=not progress)
         t0 = time.perf_counter()
@@ -463,8 +503,14 @@ def sweep(
                 try:
                     result = fut.result()
                 except Exception as exc:  # the worker died or the task could not run at all
-                    result = {"status": "failed", "wall_s": 0.0, "notebooks": {}, "records": {}, "worker": "",
-                              "error": {"notebook": None, "cell": None, "ename": type(exc).__name__, "evalue": str(exc)[:500]}}
+                    result = {
+                        "status": "failed",
+                        "wall_s": 0.0,
+                        "notebooks": {},
+                        "records": {},
+                        "worker": "",
+                        "error": {"notebook": None, "cell": None, "ename": type(exc).__name__, "evalue": str(exc)[:500]},
+                    }
                 rec = store(book, payload, result)
                 records.append(rec)
                 bar.set_postfix_str(f"{rec.chapter} seed {rec.seed}: {rec.status} ({rec.wall_s:.0f}s)")
@@ -476,9 +522,16 @@ def sweep(
             # overwrites (or falsely pairs with) this one
             work = sweep_work_id(scale, [(r.chapter, r.seed) for r in done])
             write_timing(
-                book, f"sweep-{scale}-{work}-w{nworkers}", scale=scale, tasks=len(done), workers=nworkers, work=work,
-                chapters=sorted({r.chapter for r in done}), seeds=sorted({r.seed for r in done}),
-                wall_s=round(time.perf_counter() - t0, 2), tasks_s=round(sum(r.wall_s for r in done), 2),
+                book,
+                f"sweep-{scale}-{work}-w{nworkers}",
+                scale=scale,
+                tasks=len(done),
+                workers=nworkers,
+                work=work,
+                chapters=sorted({r.chapter for r in done}),
+                seeds=sorted({r.seed for r in done}),
+                wall_s=round(time.perf_counter() - t0, 2),
+                tasks_s=round(sum(r.wall_s for r in done), 2),
             )
         except KeyboardInterrupt:
             client.cancel(futures)
@@ -535,11 +588,15 @@ def _pool_records(recs: Sequence[dict], alpha: float):
                     # baseline) gives each seed its own value: the pooled decision uses their mean, and says so
                     mean = sum(vals) / len(vals)
                     stats = [{**st, k: mean} for st in stats]
-                    spread += f"; the {k.replace('_', ' ')} varies by seed ({min(vals):.3g} to {max(vals):.3g}): their mean is used"
+                    spread += (
+                        f"; the {k.replace('_', ' ')} varies by seed ({min(vals):.3g} to {max(vals):.3g}): their mean is used"
+                    )
             st = evidence.pool(stats, alpha=alpha)
             outcome = st["outcome"]
-            detail = (f"pooled effect {st['effect']:+.3g} [{st['ci_low']:+.3g}, {st['ci_high']:+.3g}] over {st['n']} "
-                      f"replicates of {st['seeds']} seeds; smallest effect {st['smallest_effect']:g}: {outcome}{spread}")
+            detail = (
+                f"pooled effect {st['effect']:+.3g} [{st['ci_low']:+.3g}, {st['ci_high']:+.3g}] over {st['n']} "
+                f"replicates of {st['seeds']} seeds; smallest effect {st['smallest_effect']:g}: {outcome}{spread}"
+            )
             if outcome == "inconclusive" and st.get("n_needed"):
                 detail += f", about {st['n_needed']} replicates in all would decide it"
         else:  # a noisy check without a smallest effect (non-paper kinds): it can support, never contradict
@@ -558,8 +615,13 @@ def _pool_records(recs: Sequence[dict], alpha: float):
     else:
         outcome = "inconclusive"
     tally = ", ".join(f"{o} in {outs.count(o)}" for o in dict.fromkeys(outs))
-    return Decision(outcome == "supports", recs[0].get("rule", ""), f"per seed: {tally} of {len(outs)}",
-                    {"exact": True, "seeds": len(outs), "outcome": outcome}, outcome=outcome)
+    return Decision(
+        outcome == "supports",
+        recs[0].get("rule", ""),
+        f"per seed: {tally} of {len(outs)}",
+        {"exact": True, "seeds": len(outs), "outcome": outcome},
+        outcome=outcome,
+    )
 
 
 def _check_records(row: dict, what: str) -> dict[str, dict]:
@@ -567,7 +629,9 @@ def _check_records(row: dict, what: str) -> dict[str, dict]:
     if what == "checks":
         decisions = row.get("decisions") or {}
         outcomes = row.get("outcomes") or {k: ("supports" if v else "contradicts") for k, v in (row.get("checks") or {}).items()}
-        return {k: decisions.get(k) or {"outcome": o, "holds": o == "supports", "stats": {"exact": True}} for k, o in outcomes.items()}
+        return {
+            k: decisions.get(k) or {"outcome": o, "holds": o == "supports", "stats": {"exact": True}} for k, o in outcomes.items()
+        }
     return dict(row.get(what) or {})
 
 
@@ -606,15 +670,28 @@ def pool_claim(rows: Sequence[tuple[int, dict]], *, alpha: float | None = None, 
         for name in names:
             recs = [_check_records(r, what).get(name) for _, r in rows]
             if any(x is None for x in recs):
-                raise ValueError(f"claim {rows[0][1].get('id')!r}: {what[:-1] if what != 'control' else what} {name!r} is missing in some seeds")
+                raise ValueError(
+                    f"claim {rows[0][1].get('id')!r}: {what[:-1] if what != 'control' else what} {name!r} is missing in some seeds"
+                )
             group[name] = _pool_records(recs, a)
         pooled[what] = group
     first = rows[0][1]
     untestable = str(first.get("untestable") or "") if kind == "paper" else ""
     word = verdict(pooled["checks"], kind, guards=pooled["guards"], control=pooled["control"], untestable=untestable)
-    why = verdict_reason(pooled["checks"], guards=pooled["guards"], control=pooled["control"], untestable=untestable,
-                         to_test=str(first.get("to_test") or "")) if kind == "paper" else ""
-    as_rec = {w: {k: {"outcome": d.outcome, "detail": d.detail, "stats": d.stats} for k, d in g.items()} for w, g in pooled.items()}
+    why = (
+        verdict_reason(
+            pooled["checks"],
+            guards=pooled["guards"],
+            control=pooled["control"],
+            untestable=untestable,
+            to_test=str(first.get("to_test") or ""),
+        )
+        if kind == "paper"
+        else ""
+    )
+    as_rec = {
+        w: {k: {"outcome": d.outcome, "detail": d.detail, "stats": d.stats} for k, d in g.items()} for w, g in pooled.items()
+    }
     return {"verdict": word, "why": why, "alpha": a, **as_rec}
 
 
@@ -708,8 +785,18 @@ def sweep_until_decided(
     looks = math.ceil(max_seeds / per)
     base = book.build_dir / SWEEP_DIR / scale
     base.mkdir(parents=True, exist_ok=True)
-    (base / LOOKS_FILE).write_text(json.dumps({"max_looks": looks, "max_seeds": max_seeds, "per_round": per,
-                                               "first_seed": first_seed, "rule": "Bonferroni alpha/K"}, indent=2))
+    (base / LOOKS_FILE).write_text(
+        json.dumps(
+            {
+                "max_looks": looks,
+                "max_seeds": max_seeds,
+                "per_round": per,
+                "first_seed": first_seed,
+                "rule": "Bonferroni alpha/K",
+            },
+            indent=2,
+        )
+    )
     t0 = time.perf_counter()
     rounds: list[dict[str, Any]] = []
     records: list[SweepRecord] = []
@@ -727,11 +814,15 @@ def sweep_until_decided(
         last_round_s = time.perf_counter() - t_round
         undecided = undecided_claims(book, scale, open_chapters, looks=looks)
         open_chapters = [c for c in open_chapters if c.id in undecided]
-        rounds.append({"round": r + 1, "seeds": seeds, "wall_s": round(last_round_s, 1),
-                       "undecided": {k: v for k, v in undecided.items()}})
+        rounds.append(
+            {"round": r + 1, "seeds": seeds, "wall_s": round(last_round_s, 1), "undecided": {k: v for k, v in undecided.items()}}
+        )
         left = "" if budget_s is None else f"; {max(0.0, budget_s - (time.perf_counter() - t0)):.0f} s of the budget left"
-        say(f"until-decided: after round {r + 1}: {sum(len(v) for v in undecided.values())} paper claim(s) undecided"
-            + (": " + "; ".join(f"{k} {', '.join(v)}" for k, v in undecided.items()) if undecided else "") + left)
+        say(
+            f"until-decided: after round {r + 1}: {sum(len(v) for v in undecided.values())} paper claim(s) undecided"
+            + (": " + "; ".join(f"{k} {', '.join(v)}" for k, v in undecided.items()) if undecided else "")
+            + left
+        )
         if not open_chapters:
             break
     final = undecided_claims(book, scale, chapters, looks=looks)
@@ -825,8 +916,15 @@ def aggregate(rows: Sequence[tuple[int, dict]], *, looks: int = 1) -> dict[str, 
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
     n = len(rows)
     pooled = pool_claim(rows, looks=looks)
-    out: dict[str, Any] = {"n": n, "seeds": [s for s, _ in rows], "counts": counts, "overall": pooled["verdict"],
-                           "why": pooled["why"], "pooled": pooled, "kind": kind}
+    out: dict[str, Any] = {
+        "n": n,
+        "seeds": [s for s, _ in rows],
+        "counts": counts,
+        "overall": pooled["verdict"],
+        "why": pooled["why"],
+        "pooled": pooled,
+        "kind": kind,
+    }
     values = [r.get("ours_value") for _, r in rows]
     if all(isinstance(v, dict) and v.get("mean") is not None for v in values):
         means = np.array([v["mean"] for v in values], dtype=float)
@@ -843,5 +941,7 @@ def describe(agg: dict[str, Any]) -> str:
     if "mean" in agg:
         sd = f" ± {agg['sd']:.3g}" if agg.get("sd") is not None else ""
         parts.append(f"figure {agg['mean']:.3g}{sd}{agg.get('unit', '')} over {n} seed{'s' * (n != 1)}")
-    parts.append("per seed (not a vote): " + ", ".join(f"{v} in {c}/{n}" for v, c in sorted(agg["counts"].items(), key=lambda kv: -kv[1])))
+    parts.append(
+        "per seed (not a vote): " + ", ".join(f"{v} in {c}/{n}" for v, c in sorted(agg["counts"].items(), key=lambda kv: -kv[1]))
+    )
     return "; ".join(parts)

@@ -13,7 +13,8 @@ def check_int(name: str, value: Any, lo: int = 1) -> int:
     return _check_int(value, name, low=lo)
 
 
-def check_float(name: str, value: Any, *, lo: float | None = None, hi: float | None = None,
-                lo_open: bool = False, hi_open: bool = False) -> float:
+def check_float(
+    name: str, value: Any, *, lo: float | None = None, hi: float | None = None, lo_open: bool = False, hi_open: bool = False
+) -> float:
     """``value`` as a finite float within the given bounds, else ``ValueError`` (``TypeError`` for non-numbers)."""
     return check_real(value, name, lo=lo, hi=hi, lo_open=lo_open, hi_open=hi_open)

@@ -161,9 +161,18 @@ def compile_bits(model: LUTNet) -> BitNetwork:
     net = BitNetwork(model.input_shape)
     for block in model.features:
         if isinstance(block, ConvLUT):
-            net.ops.append(("conv", {"kernel_size": block.kernel_size, "stride": block.stride, "padding": block.padding,
-                                     "mapping": block.lut.hard_mapping(),
-                                     "tables": block.lut.hard_tables().astype(np.uint8)}))
+            net.ops.append(
+                (
+                    "conv",
+                    {
+                        "kernel_size": block.kernel_size,
+                        "stride": block.stride,
+                        "padding": block.padding,
+                        "mapping": block.lut.hard_mapping(),
+                        "tables": block.lut.hard_tables().astype(np.uint8),
+                    },
+                )
+            )
         elif isinstance(block, OrPool):
             net.ops.append(("pool", {"kernel_size": block.kernel_size}))
         else:
@@ -176,4 +185,3 @@ def compile_bits(model: LUTNet) -> BitNetwork:
         net.ops.append(("lut", {"mapping": block.hard_mapping(), "tables": block.hard_tables().astype(np.uint8)}))
     net.ops.append(("groupsum", {"k": model.head.k, "assignment": np.asarray(model.head.assignment(), dtype=np.int64)}))
     return net
-

@@ -118,8 +118,7 @@ class ConvLUT(nn.Module):
         fixed = None
         if mapping == "random":  # n distinct field positions per channel
             fixed = torch.stack([torch.randperm(field_size, generator=gen)[:n] for _ in range(out_channels)])
-        self.lut = LUTLayer(field_size, out_channels, n, fixed if fixed is not None else "learnable", tau=tau,
-                            random_state=seed)
+        self.lut = LUTLayer(field_size, out_channels, n, fixed if fixed is not None else "learnable", tau=tau, random_state=seed)
 
     def output_hw(self, h: int, w: int) -> tuple[int, int]:
         """Output height and width for an ``h x w`` input.
@@ -174,8 +173,10 @@ class ConvLUT(nn.Module):
         str
             The layer's sizes for ``repr``.
         """
-        return (f"{self.in_channels} -> {self.out_channels}, k={self.kernel_size}, stride={self.stride}, "
-                f"padding={self.padding}, n={self.n}, mapping={self.lut.mapping_kind}")
+        return (
+            f"{self.in_channels} -> {self.out_channels}, k={self.kernel_size}, stride={self.stride}, "
+            f"padding={self.padding}, n={self.n}, mapping={self.lut.mapping_kind}"
+        )
 
 
 class OrPool(nn.Module):
@@ -231,9 +232,10 @@ class OrPool(nn.Module):
         if x.ndim != 4:
             raise ValueError(f"OrPool expects input of shape (batch, C, H, W), got {tuple(x.shape)}")
         if x.shape[2] < self.kernel_size or x.shape[3] < self.kernel_size:
-            raise ValueError(f"OrPool input {tuple(x.shape[2:])} is smaller than the window {self.kernel_size}x{self.kernel_size}")
+            raise ValueError(
+                f"OrPool input {tuple(x.shape[2:])} is smaller than the window {self.kernel_size}x{self.kernel_size}"
+            )
         return F.max_pool2d(x, self.kernel_size)
-
 
 
 class LearnableGroupSum(nn.Module):
@@ -355,10 +357,20 @@ class LearnableGroupSum(nn.Module):
         return self.counts(y) / self.tau
 
 
-
-def clgn_net(input_shape: Sequence[int], channels: int, hidden: Sequence[int], k: int = 10, *, n: int = 6,
-             kernel_size: int = 3, padding: int = 1, pool: int = 1, conv_mapping: str = "learnable",
-             learnable_groupsum: bool = True, random_state: RandomState = 0) -> LUTNet:
+def clgn_net(
+    input_shape: Sequence[int],
+    channels: int,
+    hidden: Sequence[int],
+    k: int = 10,
+    *,
+    n: int = 6,
+    kernel_size: int = 3,
+    padding: int = 1,
+    pool: int = 1,
+    conv_mapping: str = "learnable",
+    learnable_groupsum: bool = True,
+    random_state: RandomState = 0,
+) -> LUTNet:
     """CLGN-style network: ConvLUT (shared tables) [-> OrPool] -> LUT layers -> (learnable) GroupSum.
 
     The dense LUT layer after the convolution uses DWN's learnable mapping.
@@ -414,14 +426,19 @@ def clgn_net(input_shape: Sequence[int], channels: int, hidden: Sequence[int], k
     width = channels * ho * wo
     layers = []
     for i, h in enumerate(hidden):
-        layers.append(LUTLayer(width, check_int("hidden width", h), n, "learnable" if i == 0 else "random",
-                               random_state=random_state + 31 * (i + 1)))
+        layers.append(
+            LUTLayer(
+                width,
+                check_int("hidden width", h),
+                n,
+                "learnable" if i == 0 else "random",
+                random_state=random_state + 31 * (i + 1),
+            )
+        )
         width = int(h)
     tau = _tau_for(width / k)
-    head = (LearnableGroupSum(k, width, tau, random_state=random_state) if learnable_groupsum
-            else GroupSum(k, width, tau))
+    head = LearnableGroupSum(k, width, tau, random_state=random_state) if learnable_groupsum else GroupSum(k, width, tau)
     return LUTNet((C, H, W), feats, layers, head)
-
 
 
 class _Stage2(nn.Module):
@@ -495,8 +512,12 @@ def fit_hierarchical(
         raise TypeError(f"model must be a LUTNet, got {type(model).__name__}")
     if len(model.features) == 0:
         raise ValueError("fit_hierarchical needs a network with a feature stage (model.features is empty)")
-    if (isinstance(stage_epochs, (str, bytes)) or not isinstance(stage_epochs, Sequence) or len(stage_epochs) != 2
-            or any(isinstance(e, bool) or not isinstance(e, (int, np.integer)) or e < 0 for e in stage_epochs)):
+    if (
+        isinstance(stage_epochs, (str, bytes))
+        or not isinstance(stage_epochs, Sequence)
+        or len(stage_epochs) != 2
+        or any(isinstance(e, bool) or not isinstance(e, (int, np.integer)) or e < 0 for e in stage_epochs)
+    ):
         raise ValueError(f"stage_epochs={stage_epochs!r} must be two integers >= 0")
     if not isinstance(X, torch.Tensor) or not isinstance(y, torch.Tensor) or len(X) != len(y) or len(X) == 0:
         raise ValueError("X and y must be non-empty tensors of equal length")
@@ -517,21 +538,32 @@ def fit_hierarchical(
 
     stage1 = _Stage1()
     feat_cost = lut_training_cost(model) - lut_training_cost(model, frozen_features=True)
-    h1 = fit_lut_model(stage1, X, y, epochs=e1, batch_size=batch_size, lr=lr, cost_per_sample=feat_cost,
-                       random_state=random_state)
+    h1 = fit_lut_model(
+        stage1, X, y, epochs=e1, batch_size=batch_size, lr=lr, cost_per_sample=feat_cost, random_state=random_state
+    )
     t0 = time.perf_counter()
     model.eval()
     for p in model.features.parameters():
         p.requires_grad_(False)
     with torch.no_grad():
-        Z = torch.cat([model.embed(X[i:i + 512]) for i in range(0, len(X), 512)])  # (N, F) cached bits
-        Z_eval = None if X_eval is None else torch.cat([model.embed(X_eval[i:i + 512]) for i in range(0, len(X_eval), 512)])
+        Z = torch.cat([model.embed(X[i : i + 512]) for i in range(0, len(X), 512)])  # (N, F) cached bits
+        Z_eval = None if X_eval is None else torch.cat([model.embed(X_eval[i : i + 512]) for i in range(0, len(X_eval), 512)])
     cache_s = time.perf_counter() - t0
     ev_feat = feat_cost // 3
     stage2 = _Stage2(model)
-    h2 = fit_lut_model(stage2, Z, y, epochs=e2, batch_size=batch_size, lr=lr, step_size=step_size,
-                       cost_per_sample=lut_training_cost(model, frozen_features=True),
-                       X_eval=Z_eval, y_eval=y_eval, random_state=random_state + 1)
+    h2 = fit_lut_model(
+        stage2,
+        Z,
+        y,
+        epochs=e2,
+        batch_size=batch_size,
+        lr=lr,
+        step_size=step_size,
+        cost_per_sample=lut_training_cost(model, frozen_features=True),
+        X_eval=Z_eval,
+        y_eval=y_eval,
+        random_state=random_state + 1,
+    )
     for p in model.features.parameters():
         p.requires_grad_(True)
     t1 = h1["seconds"][-1] if h1["seconds"] else 0.0
@@ -545,4 +577,3 @@ def fit_hierarchical(
     }
     model.eval()
     return hist
-

@@ -23,12 +23,21 @@ from .layers import LUTNet, dwn_mlp
 from .resources import resource_counts
 from .training import fit_lut_model, lut_training_cost
 
-__all__ = ["load_digits_bits", "load_npz_bits", "KINDS", "build_digits_model", "run_digits", "SmallCNN", "run_digits_grid",
-           "float_baselines"]
+__all__ = [
+    "load_digits_bits",
+    "load_npz_bits",
+    "KINDS",
+    "build_digits_model",
+    "run_digits",
+    "SmallCNN",
+    "run_digits_grid",
+    "float_baselines",
+]
 
 
-def load_digits_bits(num_bits: int = 3, *, method: str = "uniform", test_size: float = 0.2,
-                     random_state: RandomState = 0) -> dict[str, Any]:
+def load_digits_bits(
+    num_bits: int = 3, *, method: str = "uniform", test_size: float = 0.2, random_state: RandomState = 0
+) -> dict[str, Any]:
     """scikit-learn's 8x8 digits, split (stratified) and thermometer-encoded on the training part.
 
     Parameters
@@ -63,8 +72,7 @@ def load_digits_bits(num_bits: int = 3, *, method: str = "uniform", test_size: f
     from sklearn.model_selection import train_test_split
 
     d = load_digits()
-    Xtr, Xte, ytr, yte = train_test_split(d.data, d.target, test_size=test_size, stratify=d.target,
-                                          random_state=random_state)
+    Xtr, Xte, ytr, yte = train_test_split(d.data, d.target, test_size=test_size, stratify=d.target, random_state=random_state)
     enc = ThermometerEncoder(num_bits, method=method, feature_wise=False).fit(Xtr)
 
     def img(X: np.ndarray) -> torch.Tensor:
@@ -72,20 +80,23 @@ def load_digits_bits(num_bits: int = 3, *, method: str = "uniform", test_size: f
         return torch.from_numpy(b.transpose(0, 2, 1).reshape(len(X), num_bits, 8, 8).astype(np.float32))
 
     return {
-        "X_train": img(Xtr), "X_test": img(Xte),
-        "y_train": torch.from_numpy(ytr.astype(np.int64)), "y_test": torch.from_numpy(yte.astype(np.int64)),
-        "raw_train": (Xtr / 16.0).astype(np.float32), "raw_test": (Xte / 16.0).astype(np.float32),
+        "X_train": img(Xtr),
+        "X_test": img(Xte),
+        "y_train": torch.from_numpy(ytr.astype(np.int64)),
+        "y_test": torch.from_numpy(yte.astype(np.int64)),
+        "raw_train": (Xtr / 16.0).astype(np.float32),
+        "raw_test": (Xte / 16.0).astype(np.float32),
         "encoder": enc,
     }
-
 
 
 #: Model kinds of the digits experiment.
 KINDS: tuple[str, ...] = ("dwn", "clgn-fixed", "clgn", "clgn-hier")
 
 
-def build_digits_model(kind: str, width: int, *, num_bits: int = 3, conv_channels: int = 16,
-                       random_state: RandomState = 0) -> LUTNet:
+def build_digits_model(
+    kind: str, width: int, *, num_bits: int = 3, conv_channels: int = 16, random_state: RandomState = 0
+) -> LUTNet:
     """The digits models at width ``w``, with equal table bits across kinds.
 
     ``"dwn"``: DWN MLP 64*b -> w -> w/2 -> GroupSum (table bits :math:`64\\cdot1.5w`).
@@ -125,12 +136,26 @@ def build_digits_model(kind: str, width: int, *, num_bits: int = 3, conv_channel
         raise ValueError(f"width={width!r} is too small; use width >= {2 * (conv_channels + 10) // 3 + 1}")
     if kind == "dwn":
         return dwn_mlp(64 * num_bits, [w, w // 2], random_state=random_state)
-    return clgn_net((num_bits, 8, 8), conv_channels, [3 * w // 2 - conv_channels], pool=2,
-                    learnable_groupsum=(kind != "clgn-fixed"), random_state=random_state)
+    return clgn_net(
+        (num_bits, 8, 8),
+        conv_channels,
+        [3 * w // 2 - conv_channels],
+        pool=2,
+        learnable_groupsum=(kind != "clgn-fixed"),
+        random_state=random_state,
+    )
 
 
-def run_digits(kind: str, width: int, data: dict[str, Any], *, epochs: int, batch_size: int = 64,
-               lr: float = 1e-2, random_state: RandomState = 0) -> dict[str, Any]:
+def run_digits(
+    kind: str,
+    width: int,
+    data: dict[str, Any],
+    *,
+    epochs: int,
+    batch_size: int = 64,
+    lr: float = 1e-2,
+    random_state: RandomState = 0,
+) -> dict[str, Any]:
     """Train one digits model and return its accuracy, counts, training cost and history.
 
     DWN's recipe scaled to ``epochs``: Adam(lr), learning rate x0.1 every
@@ -179,16 +204,43 @@ def run_digits(kind: str, width: int, data: dict[str, Any], *, epochs: int, batc
     if kind == "clgn-hier":
         e1 = max(1, epochs // 3)
         e2 = epochs - e1
-        hist = fit_hierarchical(model, Xtr, data["y_train"], stage_epochs=(e1, e2), batch_size=batch_size, lr=lr,
-                                step_size=math.ceil(e2 * 14 / 30) if e2 >= 3 else None, X_eval=Xte, y_eval=data["y_test"], random_state=seed)
+        hist = fit_hierarchical(
+            model,
+            Xtr,
+            data["y_train"],
+            stage_epochs=(e1, e2),
+            batch_size=batch_size,
+            lr=lr,
+            step_size=math.ceil(e2 * 14 / 30) if e2 >= 3 else None,
+            X_eval=Xte,
+            y_eval=data["y_test"],
+            random_state=seed,
+        )
     else:
-        hist = fit_lut_model(model, Xtr, data["y_train"], epochs=epochs, batch_size=batch_size, lr=lr,
-                             step_size=math.ceil(epochs * 14 / 30) if epochs >= 3 else None,
-                             X_eval=Xte, y_eval=data["y_test"], cost_per_sample=lut_training_cost(model),
-                             random_state=seed)
-    return {"kind": kind, "width": int(width), "seed": int(seed), "acc": hist["acc"][-1],
-            "train_seconds": hist["seconds"][-1], "train_cost": hist["cost"][-1], "history": hist,
-            "model": model, **resource_counts(model)}
+        hist = fit_lut_model(
+            model,
+            Xtr,
+            data["y_train"],
+            epochs=epochs,
+            batch_size=batch_size,
+            lr=lr,
+            step_size=math.ceil(epochs * 14 / 30) if epochs >= 3 else None,
+            X_eval=Xte,
+            y_eval=data["y_test"],
+            cost_per_sample=lut_training_cost(model),
+            random_state=seed,
+        )
+    return {
+        "kind": kind,
+        "width": int(width),
+        "seed": int(seed),
+        "acc": hist["acc"][-1],
+        "train_seconds": hist["seconds"][-1],
+        "train_cost": hist["cost"][-1],
+        "history": hist,
+        "model": model,
+        **resource_counts(model),
+    }
 
 
 def run_digits_grid(jobs, data_by_seed: dict, *, epochs: int) -> list[dict[str, Any]]:
@@ -275,13 +327,20 @@ def float_baselines(seeds, data_by_seed: dict, *, cnn_epochs: int):
     for s in seeds:
         d = data_by_seed[s]
         logreg = LogisticRegression(max_iter=3000).fit(d["raw_train"], d["y_train"].numpy())
-        rows.append({"kind": "logistic regression", "seed": s, "acc": logreg.score(d["raw_test"], d["y_test"].numpy()),
-                     "param_bytes": 4 * (logreg.coef_.size + logreg.intercept_.size)})
+        rows.append(
+            {
+                "kind": "logistic regression",
+                "seed": s,
+                "acc": logreg.score(d["raw_test"], d["y_test"].numpy()),
+                "param_bytes": 4 * (logreg.coef_.size + logreg.intercept_.size),
+            }
+        )
         torch.manual_seed(s)
         cnn = SmallCNN()
         Xtr_f, Xte_f = (torch.from_numpy(d[k]).reshape(-1, 1, 8, 8) for k in ("raw_train", "raw_test"))
-        h = fit_lut_model(cnn, Xtr_f, d["y_train"], epochs=cnn_epochs, batch_size=64, lr=1e-2, X_eval=Xte_f,
-                          y_eval=d["y_test"], random_state=s)
+        h = fit_lut_model(
+            cnn, Xtr_f, d["y_train"], epochs=cnn_epochs, batch_size=64, lr=1e-2, X_eval=Xte_f, y_eval=d["y_test"], random_state=s
+        )
         rows.append({"kind": "small CNN (float)", "seed": s, "acc": h["acc"][-1], "param_bytes": cnn.param_bytes()})
         cnns[s] = cnn
     return rows, cnns, logreg
@@ -310,8 +369,9 @@ class SmallCNN(nn.Module):
     def __init__(self, channels: int = 8, k: int = 10) -> None:
         super().__init__()
         channels, k = check_int("channels", channels), check_int("k", k)
-        self.net = nn.Sequential(nn.Conv2d(1, channels, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
-                                 nn.Linear(channels * 16, k))
+        self.net = nn.Sequential(
+            nn.Conv2d(1, channels, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(channels * 16, k)
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Class scores of shape (B, k) for images of shape (B, 1, 8, 8).
@@ -379,7 +439,9 @@ def load_npz_bits(path: str, num_bits: int = 3, *, method: str = "uniform") -> d
     if xtr.ndim == 3:
         xtr, xte = xtr[:, None], xte[:, None]
     if xtr.ndim != 4 or xte.shape[1:] != xtr.shape[1:]:
-        raise ValueError(f"x_train/x_test must be (N, H, W) or (N, C, H, W) with equal image shapes, got {xtr.shape}, {xte.shape}")
+        raise ValueError(
+            f"x_train/x_test must be (N, H, W) or (N, C, H, W) with equal image shapes, got {xtr.shape}, {xte.shape}"
+        )
     n, c, h, w = xtr.shape
     enc = ThermometerEncoder(num_bits, method=method, feature_wise=False).fit(xtr.reshape(n, -1))
 
@@ -389,10 +451,11 @@ def load_npz_bits(path: str, num_bits: int = 3, *, method: str = "uniform") -> d
 
     scale = float(max(xtr.max(), 1))
     return {
-        "X_train": img(xtr), "X_test": img(xte),
-        "y_train": torch.from_numpy(ytr.astype(np.int64)), "y_test": torch.from_numpy(yte.astype(np.int64)),
+        "X_train": img(xtr),
+        "X_test": img(xte),
+        "y_train": torch.from_numpy(ytr.astype(np.int64)),
+        "y_test": torch.from_numpy(yte.astype(np.int64)),
         "raw_train": (xtr.reshape(n, -1) / scale).astype(np.float32),
         "raw_test": (xte.reshape(len(xte), -1) / scale).astype(np.float32),
         "encoder": enc,
     }
-

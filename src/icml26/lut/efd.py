@@ -268,10 +268,19 @@ class EFDFunction(torch.autograd.Function):
             raise ValueError(f"x must be a tensor of shape (batch, in_features), got {getattr(x, 'shape', type(x).__name__)}")
         if x.is_floating_point() and not bool(torch.isfinite(x).all()):
             raise ValueError("x holds NaN or infinite values")
-        if not isinstance(mapping, torch.Tensor) or mapping.ndim != 2 or mapping.is_floating_point() or mapping.dtype == torch.bool:
-            raise ValueError(f"mapping must be an integer tensor of shape (num_luts, n), got {getattr(mapping, 'shape', type(mapping).__name__)}")
+        if (
+            not isinstance(mapping, torch.Tensor)
+            or mapping.ndim != 2
+            or mapping.is_floating_point()
+            or mapping.dtype == torch.bool
+        ):
+            raise ValueError(
+                f"mapping must be an integer tensor of shape (num_luts, n), got {getattr(mapping, 'shape', type(mapping).__name__)}"
+            )
         if mapping.shape[0] != luts.shape[0] or 2 ** mapping.shape[1] != luts.shape[1]:
-            raise ValueError(f"mapping {tuple(mapping.shape)} does not fit luts {tuple(luts.shape)}; use (M, n) with luts (M, 2**n)")
+            raise ValueError(
+                f"mapping {tuple(mapping.shape)} does not fit luts {tuple(luts.shape)}; use (M, n) with luts (M, 2**n)"
+            )
         if mapping.numel() and (int(mapping.min()) < 0 or int(mapping.max()) >= x.shape[1]):
             raise ValueError(f"mapping indices must lie in [0, {x.shape[1]}), got {int(mapping.min())}..{int(mapping.max())}")
         M, n = mapping.shape
@@ -384,4 +393,3 @@ class LearnableMappingFunction(torch.autograd.Function):
         grad_w = (2 * x - 1).T @ g  # (I, S)
         grad_x = g @ torch.softmax(weights / ctx.tau, dim=0).T  # (B, I)
         return grad_x, grad_w, None
-

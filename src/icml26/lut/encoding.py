@@ -110,7 +110,6 @@ class ThermometerEncoder:
         return self.fit(X).transform(X)
 
 
-
 def _as_float_matrix(X: object) -> np.ndarray:
     try:
         return np.asarray(X, dtype=np.float64)

@@ -112,7 +112,6 @@ def check_arity(n: int, num_luts: int, *, max_bytes: int = MAX_LUT_BYTES) -> int
     return int(n)
 
 
-
 class LUTLayer(nn.Module):
     """A layer of ``out_features`` LUTs with ``n`` inputs each (DWN ``LUTLayer``).
 
@@ -186,7 +185,9 @@ class LUTLayer(nn.Module):
             if mapping.shape != (out_features, n):
                 raise ValueError(f"mapping tensor must have shape ({out_features}, {n}), got {tuple(mapping.shape)}")
             if mapping.min() < 0 or mapping.max() >= in_features:
-                raise ValueError(f"mapping indices must lie in [0, {in_features}), got {int(mapping.min())}..{int(mapping.max())}")
+                raise ValueError(
+                    f"mapping indices must lie in [0, {in_features}), got {int(mapping.min())}..{int(mapping.max())}"
+                )
             self.mapping_kind = "fixed"
             self.register_buffer("mapping", mapping.to(torch.int64).clone())
         elif mapping == "random":
@@ -262,7 +263,6 @@ class LUTLayer(nn.Module):
             The layer's sizes for ``repr``.
         """
         return f"{self.in_features} -> {self.out_features}, n={self.n}, mapping={self.mapping_kind}"
-
 
 
 def _check_groups(k: int, in_features: int) -> None:
@@ -346,7 +346,6 @@ class GroupSum(nn.Module):
         return self.counts(y) / self.tau
 
 
-
 class LUTNet(nn.Module):
     """A weightless network: ``features`` (conv-LUT / pool blocks) -> flatten -> ``classifier`` (LUT layers) -> ``head``.
 
@@ -372,8 +371,9 @@ class LUTNet(nn.Module):
     arXiv:2410.11112; code https://github.com/alanbacellar/DWN (``torch_dwn``).
     """
 
-    def __init__(self, input_shape: Sequence[int], features: Sequence[nn.Module], classifier: Sequence[nn.Module],
-                 head: nn.Module) -> None:
+    def __init__(
+        self, input_shape: Sequence[int], features: Sequence[nn.Module], classifier: Sequence[nn.Module], head: nn.Module
+    ) -> None:
         super().__init__()
         if isinstance(input_shape, (str, bytes)) or not isinstance(input_shape, Sequence) or len(input_shape) not in (1, 3):
             raise ValueError(f"input_shape={input_shape!r} is not valid; use (I,) or (C, H, W)")
@@ -398,8 +398,9 @@ class LUTNet(nn.Module):
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"LUTNet expects a torch.Tensor, got {type(x).__name__}")
         if tuple(x.shape[1:]) != self.input_shape:
-            raise ValueError(f"LUTNet expects input of shape (batch, {', '.join(map(str, self.input_shape))}), "
-                             f"got {tuple(x.shape)}")
+            raise ValueError(
+                f"LUTNet expects input of shape (batch, {', '.join(map(str, self.input_shape))}), got {tuple(x.shape)}"
+            )
         return self.features(x).reshape(x.shape[0], -1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -428,8 +429,15 @@ def _tau_for(group_size: float) -> float:
     return max(group_size, 1.0) / 30.0
 
 
-def dwn_mlp(in_features: int, hidden: Sequence[int], k: int = 10, *, n: int = 6, learnable_first: bool = True,
-            random_state: RandomState = 0) -> LUTNet:
+def dwn_mlp(
+    in_features: int,
+    hidden: Sequence[int],
+    k: int = 10,
+    *,
+    n: int = 6,
+    learnable_first: bool = True,
+    random_state: RandomState = 0,
+) -> LUTNet:
     """DWN-style LUT MLP: LUT layers of widths ``hidden`` (first one learnable-mapped) -> GroupSum(k).
 
     DWN's MNIST network is ``dwn_mlp(784*3, [2000, 1000])`` with tau = 1/0.3; here tau
@@ -471,4 +479,3 @@ def dwn_mlp(in_features: int, hidden: Sequence[int], k: int = 10, *, n: int = 6,
         width = int(h)
     head = GroupSum(k, width, tau=_tau_for(width / k))
     return LUTNet((int(in_features),), [], layers, head)
-

@@ -78,4 +78,3 @@ def resource_counts(model: LUTNet) -> dict[str, int]:
         "group_bits": int(group_bits),
         "param_bytes": int(-(-(bits + map_bits + group_bits) // 8)),
     }
-

@@ -123,7 +123,7 @@ def accuracy(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, batch_size: 
         raise ValueError(f"batch_size={batch_size!r} is not valid; use an integer >= 1")
     was = model.training
     model.eval()
-    pred = torch.cat([model(X[i:i + batch_size]).argmax(1) for i in range(0, len(X), batch_size)])
+    pred = torch.cat([model(X[i : i + batch_size]).argmax(1) for i in range(0, len(X), batch_size)])
     model.train(was)
     return float((pred == y).float().mean())
 
@@ -220,7 +220,7 @@ def fit_lut_model(
         perm = torch.randperm(len(X), generator=gen)
         total = 0.0
         for i in range(0, len(X), batch_size):
-            idx = perm[i:i + batch_size]
+            idx = perm[i : i + batch_size]
             loss = F.cross_entropy(model(X[idx]), y[idx])
             opt.zero_grad(set_to_none=True)
             loss.backward()

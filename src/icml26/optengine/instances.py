@@ -186,7 +186,9 @@ def instance_from_text(problem_class: str, text: str) -> Instance:
     return make_instance(cls.name, params)
 
 
-def generate(problem_class: str, size: int, n: int, *, random_state: RandomState = 0, max_tries: int | None = None) -> list[Instance]:
+def generate(
+    problem_class: str, size: int, n: int, *, random_state: RandomState = 0, max_tries: int | None = None
+) -> list[Instance]:
     """``n`` verified instances of ``problem_class`` at ``size``, reproducible from ``random_state``.
 
     An int ``random_state`` draws with ``numpy.random.default_rng([random_state, class

@@ -183,8 +183,10 @@ def _csr_fills_in() -> bool:
     and sets nothing but them, the shape and ``maxprint``: the state :func:`_csr_canonical` fills in."""
     d, i, p = np.ones(2), np.array([0, 1], np.int32), np.array([0, 1, 2], np.int32)
     A = sp.csr_matrix((d, i, p), shape=(2, 2))
-    same = all(np.shares_memory(a, b) and a.dtype == b.dtype and np.array_equal(a, b)
-               for a, b in ((A.data, d), (A.indices, i), (A.indptr, p))) and A.shape == (2, 2)
+    same = all(
+        np.shares_memory(a, b) and a.dtype == b.dtype and np.array_equal(a, b)
+        for a, b in ((A.data, d), (A.indices, i), (A.indptr, p))
+    ) and A.shape == (2, 2)
     return same and sorted(vars(A)) == ["_shape", "data", "indices", "indptr", "maxprint"]
 
 
@@ -204,8 +206,7 @@ def _csr_canonical(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, sh
     if not _CSR_FILLS_IN:
         return sp.csr_matrix((data, indices, indptr), shape=shape)
     A = sp.csr_matrix.__new__(sp.csr_matrix)
-    A.__dict__.update(_shape=(int(shape[0]), int(shape[1])), data=data, indices=indices, indptr=indptr,
-                      maxprint=_CSR_MAXPRINT)
+    A.__dict__.update(_shape=(int(shape[0]), int(shape[1])), data=data, indices=indices, indptr=indptr, maxprint=_CSR_MAXPRINT)
     return A
 
 
@@ -539,11 +540,20 @@ def _pass_model(h, model: LinearModel) -> None:
         # every array element by element into a std::vector
         A = model.A.tocsr()
         h.passModel(
-            model.n_vars, model.n_rows, A.nnz, int(highspy.MatrixFormat.kRowwise), int(sense), float(model.offset),
+            model.n_vars,
+            model.n_rows,
+            A.nnz,
+            int(highspy.MatrixFormat.kRowwise),
+            int(sense),
+            float(model.offset),
             np.asarray(model.c, float),
-            np.where(np.isinf(model.lb), -inf, model.lb), np.where(np.isinf(model.ub), inf, model.ub),
-            np.where(np.isinf(model.row_lb), -inf, model.row_lb), np.where(np.isinf(model.row_ub), inf, model.row_ub),
-            A.indptr.astype(np.int32, copy=False), A.indices.astype(np.int32, copy=False), A.data.astype(float, copy=False),
+            np.where(np.isinf(model.lb), -inf, model.lb),
+            np.where(np.isinf(model.ub), inf, model.ub),
+            np.where(np.isinf(model.row_lb), -inf, model.row_lb),
+            np.where(np.isinf(model.row_ub), inf, model.row_ub),
+            A.indptr.astype(np.int32, copy=False),
+            A.indices.astype(np.int32, copy=False),
+            A.data.astype(float, copy=False),
             model.integer.astype(np.int32),  # 1 = HighsVarType.kInteger, 0 = kContinuous
         )
         return

@@ -36,8 +36,16 @@ from .problems import CLASSES, ProblemClass, get_class
 from .text import InstanceError
 
 __all__ = [
-    "PARADIGMS", "PLAN_FORMAT", "make_prompt", "recognise", "slipped_sum", "ptr_standin", "comp_standin", "sir_standin",
-    "classify", "run_paradigm",
+    "PARADIGMS",
+    "PLAN_FORMAT",
+    "make_prompt",
+    "recognise",
+    "slipped_sum",
+    "ptr_standin",
+    "comp_standin",
+    "sir_standin",
+    "classify",
+    "run_paradigm",
 ]
 
 PARADIGMS = ("ptr", "comp", "sir")
@@ -414,7 +422,20 @@ def classify(inst: Instance, paradigm: str, output: Any, cache: dict | None = No
     return _classify_model(inst, output, row, cache)
 
 
-COLUMNS = ["problem_class", "size", "seed", "index", "style", "paradigm", "truth", "pred", "correct", "category", "violated", "dropped"]
+COLUMNS = [
+    "problem_class",
+    "size",
+    "seed",
+    "index",
+    "style",
+    "paradigm",
+    "truth",
+    "pred",
+    "correct",
+    "category",
+    "violated",
+    "dropped",
+]
 
 
 def run_paradigm(
@@ -480,8 +501,16 @@ def run_paradigm(
         prompt = make_prompt(inst.question(style, ov), paradigm, inst.problem_class)
         row = classify(inst, paradigm, answer_fn(prompt), cache)
         rows.append(
-            {"problem_class": inst.problem_class, "size": inst.size, "seed": inst.seed, "index": inst.index, "style": style,
-             "paradigm": paradigm, "truth": inst.answer, **row, "correct": row["category"] == "correct"}
+            {
+                "problem_class": inst.problem_class,
+                "size": inst.size,
+                "seed": inst.seed,
+                "index": inst.index,
+                "style": style,
+                "paradigm": paradigm,
+                "truth": inst.answer,
+                **row,
+                "correct": row["category"] == "correct",
+            }
         )
     return pd.DataFrame(rows, columns=COLUMNS)
-

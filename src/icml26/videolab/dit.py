@@ -167,7 +167,9 @@ class DiTConfig:
         if self.audio_layers is not None:
             bad = [i for i in self.audio_layers if not isinstance(i, int) or not 0 <= i < self.depth]
             if bad or not self.audio_layers:
-                raise ValueError(f"audio_layers={self.audio_layers!r} must be a non-empty tuple of block indices in [0, {self.depth})")
+                raise ValueError(
+                    f"audio_layers={self.audio_layers!r} must be a non-empty tuple of block indices in [0, {self.depth})"
+                )
 
     @property
     def n_pseudo(self) -> int:
@@ -263,7 +265,7 @@ def _frame_code(t: int, dim: int, t0: int, device: torch.device) -> torch.Tensor
     """``[t, dim]``: the temporal part of :func:`_pos_embed_3d` for frames ``t0 ... t0 + t - 1``, the spatial part zeroed."""
     with torch.inference_mode(False), torch.device(device):
         pe = _pos_embed_3d(t, 1, 1, dim, t0=t0)[:, 0].clone()  # [T, d]
-        pe[:, dim - 2 * (2 * ((dim // 3) // 2)):] = 0.0
+        pe[:, dim - 2 * (2 * ((dim // 3) // 2)) :] = 0.0
         return pe
 
 
@@ -412,7 +414,11 @@ class TinyDiT(nn.Module):
 
     def gates(self) -> dict[int, torch.Tensor]:
         """The audio gates by block index (detached copies); empty without gated audio."""
-        return {i: b.audio.gate.detach().clone() for i, b in enumerate(self.blocks) if b.audio is not None and b.audio.gate is not None}
+        return {
+            i: b.audio.gate.detach().clone()
+            for i, b in enumerate(self.blocks)
+            if b.audio is not None and b.audio.gate is not None
+        }
 
     def check_inputs(self, x: torch.Tensor, cond: DiTConditions | None, *, on_timeline: bool = False) -> DiTConditions:
         """Validate a video (or a timeline) and its conditions; returns conditions with default masks.
@@ -455,7 +461,9 @@ class TinyDiT(nn.Module):
                 out.pose_mask = x.new_zeros(b)
             else:
                 if tuple(cond.pose.shape) != (b, c, t, h, w):
-                    raise ValueError(f"cond.pose has shape {tuple(cond.pose.shape)}, expected {(b, c, t, h, w)} (one pose latent per frame)")
+                    raise ValueError(
+                        f"cond.pose has shape {tuple(cond.pose.shape)}, expected {(b, c, t, h, w)} (one pose latent per frame)"
+                    )
                 out.pose = cond.pose.to(x.dtype)
                 pm = torch.ones(b) if cond.pose_mask is None else cond.pose_mask
                 if tuple(pm.shape) != (b,):
@@ -468,7 +476,9 @@ class TinyDiT(nn.Module):
             else:
                 want = (b, t, cfg.audio_window, cfg.audio_dim)
                 if tuple(cond.audio.shape) != want:
-                    raise ValueError(f"cond.audio has shape {tuple(cond.audio.shape)}, expected {want} (one window per video frame)")
+                    raise ValueError(
+                        f"cond.audio has shape {tuple(cond.audio.shape)}, expected {want} (one window per video frame)"
+                    )
                 out.audio = cond.audio.to(x.dtype)
                 am = torch.ones(b) if cond.audio_mask is None else cond.audio_mask
                 if tuple(am.shape) != (b,):
@@ -579,7 +589,9 @@ class TinyDiT(nn.Module):
         if cfg.refs == "cross":
             rp = self._patchify(cond.refs.transpose(1, 2))  # [B, R*N, C*p*p]
             ref_tok = self.ref_embed(rp).view(b, cfg.n_refs, n_tok, d)
-            ref_tok = ref_tok + _pos_table(1, hh // p, ww // p, d, 0, x_t.device)[0][None, None] + self.ref_index[None, :, None, :]
+            ref_tok = (
+                ref_tok + _pos_table(1, hh // p, ww // p, d, 0, x_t.device)[0][None, None] + self.ref_index[None, :, None, :]
+            )
             ref_tok = ref_tok.reshape(b, cfg.n_refs * n_tok, d)
             keep = cond.ref_mask.clone()
             keep[keep.sum(1) == 0] = 1.0  # a sample with no reference attends to the black images
@@ -699,8 +711,9 @@ class _FlatAdamW:
     Loshchilov & Hutter, "Decoupled Weight Decay Regularization", ICLR 2019.
     """
 
-    def __init__(self, groups: list[dict], *, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0) -> None:
+    def __init__(
+        self, groups: list[dict], *, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0
+    ) -> None:
         self.betas, self.eps, self.weight_decay = (float(betas[0]), float(betas[1])), float(eps), float(weight_decay)
         self.param_groups: list[dict] = []
         for g in groups:
@@ -710,18 +723,31 @@ class _FlatAdamW:
                 offsets, o = [], 0
                 for q in ps:
                     offsets.append((o, q.numel()))
-                    q.data = flat[o: o + q.numel()].view_as(q)
+                    q.data = flat[o : o + q.numel()].view_as(q)
                     o += q.numel()
-            self.param_groups.append({"params": ps, "lr": float(g["lr"]), "flat": flat, "offsets": offsets,
-                                      "exp_avg": torch.zeros_like(flat), "exp_avg_sq": torch.zeros_like(flat),
-                                      "steps": [0] * len(ps)})
+            self.param_groups.append(
+                {
+                    "params": ps,
+                    "lr": float(g["lr"]),
+                    "flat": flat,
+                    "offsets": offsets,
+                    "exp_avg": torch.zeros_like(flat),
+                    "exp_avg_sq": torch.zeros_like(flat),
+                    "steps": [0] * len(ps),
+                }
+            )
 
     @staticmethod
     def supports(groups: list[dict]) -> bool:
         """Whether every group holds dense floating-point parameters of a single dtype and device."""
         for g in groups:
             ps = list(g["params"])
-            if not ps or len({(q.dtype, q.device) for q in ps}) != 1 or not ps[0].is_floating_point() or any(q.is_sparse for q in ps):
+            if (
+                not ps
+                or len({(q.dtype, q.device) for q in ps}) != 1
+                or not ps[0].is_floating_point()
+                or any(q.is_sparse for q in ps)
+            ):
                 return False
         return True
 
@@ -762,8 +788,14 @@ class _FlatAdamW:
             for j, (q, (o, n)) in enumerate(zip(ps, g["offsets"])):
                 if have[j]:
                     steps[j] += 1
-                    self._update(g["flat"][o: o + n], q.grad.reshape(-1), g["exp_avg"][o: o + n], g["exp_avg_sq"][o: o + n],
-                                 steps[j], g["lr"])
+                    self._update(
+                        g["flat"][o : o + n],
+                        q.grad.reshape(-1),
+                        g["exp_avg"][o : o + n],
+                        g["exp_avg_sq"][o : o + n],
+                        steps[j],
+                        g["lr"],
+                    )
 
     def release(self) -> None:
         """Give every parameter its own storage again (the values are kept)."""
@@ -860,7 +892,9 @@ def train_flow_matching(
             groups.append({"params": audio_p, "lr": lr * mult})
         # the same AdamW update as torch.optim.AdamW(groups, lr=lr, weight_decay=weight_decay), on flat buffers
         flat = _FlatAdamW.supports(groups)
-        optimizer = _FlatAdamW(groups, weight_decay=weight_decay) if flat else torch.optim.AdamW(groups, lr=lr, weight_decay=weight_decay)
+        optimizer = (
+            _FlatAdamW(groups, weight_decay=weight_decay) if flat else torch.optim.AdamW(groups, lr=lr, weight_decay=weight_decay)
+        )
         own = flat
     else:
         own = False

@@ -111,8 +111,10 @@ def frechet_distance(mu1: np.ndarray, sigma1: np.ndarray, mu2: np.ndarray, sigma
     val = float(np.sum((mu1 - mu2) ** 2) + np.trace(s1) + np.trace(s2) - 2.0 * np.trace(cross))
     scale = float(np.sum((mu1 - mu2) ** 2) + np.trace(s1) + np.trace(s2))
     if val < -1e-8 * max(1.0, scale):  # only round-off may go below 0 for PSD covariances
-        raise ValueError(f"the squared Fréchet distance came out negative ({val:.3g}) for inputs of scale {scale:.3g}; "
-                         "the covariances are not valid (symmetric positive semi-definite)")
+        raise ValueError(
+            f"the squared Fréchet distance came out negative ({val:.3g}) for inputs of scale {scale:.3g}; "
+            "the covariances are not valid (symmetric positive semi-definite)"
+        )
     return max(val, 0.0)  # clip round-off (|val| <= 1e-8 * scale) to the exact 0
 
 
@@ -178,8 +180,10 @@ def _check_labels(labels, n: int) -> np.ndarray:
             raise TypeError(f"labels must be integer class indices, got dtype {y.dtype}")
         bad = ~np.isfinite(y) | (y != np.round(y))
         if bad.any():
-            raise ValueError(f"labels must be integer class indices 0 … K-1, got {y[bad][0]!r} at index "
-                             f"{int(np.flatnonzero(bad)[0])}; a float label would be truncated")
+            raise ValueError(
+                f"labels must be integer class indices 0 … K-1, got {y[bad][0]!r} at index "
+                f"{int(np.flatnonzero(bad)[0])}; a float label would be truncated"
+            )
     if n and y.min() < 0:
         raise ValueError(f"labels must be non-negative class indices, got min {y.min()!r}")
     return y
@@ -213,10 +217,16 @@ class VideoClassifier3D(nn.Module):
         if not isinstance(motion_head, bool):
             raise TypeError(f"motion_head={motion_head!r} must be a bool")
         self.body = nn.Sequential(
-            nn.Conv3d(3, 16, 3, padding=1), nn.ReLU(), nn.MaxPool3d((1, 2, 2)),
-            nn.Conv3d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool3d((1, 2, 2)),
-            nn.Conv3d(32, feature_dim, 3, padding=1), nn.ReLU(),
-            nn.AdaptiveAvgPool3d(1), nn.Flatten(),
+            nn.Conv3d(3, 16, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool3d((1, 2, 2)),
+            nn.Conv3d(16, 32, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool3d((1, 2, 2)),
+            nn.Conv3d(32, feature_dim, 3, padding=1),
+            nn.ReLU(),
+            nn.AdaptiveAvgPool3d(1),
+            nn.Flatten(),
         )
         self.head = nn.Linear(feature_dim, n_classes)
         # second head: "are this clip's frames in their true order?" (logits [in order, shuffled])

@@ -72,7 +72,9 @@ def window_audio_features(features: torch.Tensor, n_frames: int, *, window: int 
     if features.shape[1] < 2:
         raise ValueError(f"features has {features.shape[1]} time steps; needs at least 2 to interpolate")
     t_video = s * (t - 1) + 1
-    x = F.interpolate(features.transpose(1, 2).float(), size=t_video, mode="linear", align_corners=True).transpose(1, 2)  # [B, t_video, D]
+    x = F.interpolate(features.transpose(1, 2).float(), size=t_video, mode="linear", align_corners=True).transpose(
+        1, 2
+    )  # [B, t_video, D]
     half = w // 2
     centre = torch.arange(0, t_video, s)  # [T]
     idx = (centre[:, None] + torch.arange(-half, half + 1)[None, :]).clamp(0, t_video - 1)  # [T, w]
@@ -114,9 +116,18 @@ class HOIClips:
         """The clips ``idx`` (an int array, slice or boolean mask)."""
         idx_np = np.arange(len(self))[idx]
         it = torch.as_tensor(idx_np, dtype=torch.long)
-        return HOIClips(self.video[it], self.refs[it], self.pose[it], self.keypoints[idx_np], self.envelope[idx_np],
-                        self.audio_raw[idx_np], self.audio[it], self.person_color[idx_np], self.object_color[idx_np],
-                        self.striped[idx_np])
+        return HOIClips(
+            self.video[it],
+            self.refs[it],
+            self.pose[it],
+            self.keypoints[idx_np],
+            self.envelope[idx_np],
+            self.audio_raw[idx_np],
+            self.audio[it],
+            self.person_color[idx_np],
+            self.object_color[idx_np],
+            self.striped[idx_np],
+        )
 
     def conditions(self, *, refs: bool = True, audio: bool = True, pose: bool = True) -> DiTConditions:
         """:class:`~icml26.videolab.dit.DiTConditions` with the chosen modalities (the others masked out)."""
@@ -233,7 +244,9 @@ def make_hoi_clips(n: int, *, frames: int = 8, size: int = 16, random_state: Ran
         amp, ph = rng.uniform(0.8, 2.0), rng.uniform(0, 2 * np.pi)
         for f in range(t):
             pr = float(np.clip(r_start + vr * f, r_lo, r_hi))
-            pcc = float(np.clip(c_start + vc * f, PERSON_W / 2 + (OBJ if side < 0 else 0), s - PERSON_W / 2 - (OBJ if side > 0 else 0)))
+            pcc = float(
+                np.clip(c_start + vc * f, PERSON_W / 2 + (OBJ if side < 0 else 0), s - PERSON_W / 2 - (OBJ if side > 0 else 0))
+            )
             orr = float(np.clip(pr + 1.0 + amp * np.sin(2 * np.pi * f / t + ph), OBJ / 2, s - OBJ / 2))
             occ = pcc + side * half_w
             img = np.zeros((3, s, s), np.float32)
@@ -255,8 +268,9 @@ def make_hoi_clips(n: int, *, frames: int = 8, size: int = 16, random_state: Ran
         env[i] = e_v
         pcol[i], ocol[i], striped[i] = pc, oc, st
     audio = window_audio_features(torch.from_numpy(araw), t)
-    return HOIClips(torch.from_numpy(video), torch.from_numpy(refs), torch.from_numpy(pose), kp, env, araw, audio,
-                    pcol, ocol, striped)
+    return HOIClips(
+        torch.from_numpy(video), torch.from_numpy(refs), torch.from_numpy(pose), kp, env, araw, audio, pcol, ocol, striped
+    )
 
 
 def mouth_heights(video: torch.Tensor | np.ndarray) -> np.ndarray:

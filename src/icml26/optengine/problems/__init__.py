@@ -20,13 +20,39 @@ from .production import Production
 from .tsp import TSP
 
 __all__ = [
-    "CLASSES", "get_class", "Plan", "PlanCheck", "ProblemClass", "Knapsack", "TSP", "BinPacking", "JobShop", "Inventory",
-    "Portfolio", "NetworkFlow", "Transportation", "Production", "Pollution", "first_fit_decreasing", "least_cost_method",
+    "CLASSES",
+    "get_class",
+    "Plan",
+    "PlanCheck",
+    "ProblemClass",
+    "Knapsack",
+    "TSP",
+    "BinPacking",
+    "JobShop",
+    "Inventory",
+    "Portfolio",
+    "NetworkFlow",
+    "Transportation",
+    "Production",
+    "Pollution",
+    "first_fit_decreasing",
+    "least_cost_method",
 ]
 
 CLASSES: dict[str, ProblemClass] = {
     c.name: c
-    for c in (Knapsack(), TSP(), BinPacking(), JobShop(), Inventory(), Portfolio(), NetworkFlow(), Transportation(), Production(), Pollution())
+    for c in (
+        Knapsack(),
+        TSP(),
+        BinPacking(),
+        JobShop(),
+        Inventory(),
+        Portfolio(),
+        NetworkFlow(),
+        Transportation(),
+        Production(),
+        Pollution(),
+    )
 }
 
 CLASS_IDS = {name: k for k, name in enumerate(CLASSES)}  # part of each (class, size) cell's seed

@@ -85,14 +85,29 @@ class BinPacking(ProblemClass):
     integral_objective = True
     bands = np.array([[25, 35], [40, 55], [65, 75]])
     blocks = (
-        Block("text", "data", ("A warehouse must pack {n} items into identical bins.",
-                               "{n} parcels have to be loaded into identical containers.")),
+        Block(
+            "text",
+            "data",
+            ("A warehouse must pack {n} items into identical bins.", "{n} parcels have to be loaded into identical containers."),
+        ),
         Block("rows", "data", ("* Item {i}: size {w}", "* Parcel {i} has size {w}"), "items"),
-        Block("text", "capacity", ("Each bin has a capacity of {cap}; the total size of the items in a bin may not exceed it.",
-                                   "No container may hold parcels whose sizes add up to more than {cap}.",
-                                   "Stuffing a container past {cap} size units would burst it.")),
-        Block("text", "assign", ("Every item must be placed in exactly one bin.", "Each parcel goes into exactly one container.")),
-        Block("text", "data", ("Find the minimum number of bins needed.", "What is the smallest number of containers that suffices?")),
+        Block(
+            "text",
+            "capacity",
+            (
+                "Each bin has a capacity of {cap}; the total size of the items in a bin may not exceed it.",
+                "No container may hold parcels whose sizes add up to more than {cap}.",
+                "Stuffing a container past {cap} size units would burst it.",
+            ),
+        ),
+        Block(
+            "text", "assign", ("Every item must be placed in exactly one bin.", "Each parcel goes into exactly one container.")
+        ),
+        Block(
+            "text",
+            "data",
+            ("Find the minimum number of bins needed.", "What is the smallest number of containers that suffices?"),
+        ),
     )
 
     def _draw(self, rng, n):

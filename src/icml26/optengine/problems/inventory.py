@@ -36,22 +36,58 @@ class Inventory(ProblemClass):
 
     name, kind, sense, size_name, size_range = "Inventory", "LP", "min", "periods", (5, 20)
     blocks = (
-        Block("text", "data", ("A factory plans orders of a raw material over {T} periods. At the start it holds {I0} units.",
-                               "Over a horizon of {T} periods a plant must decide how much material to buy; opening stock is {I0} units.")),
-        Block("text", "order_bounds", ("In every period an order is placed whose size must be between {Qmin} and {Qmax} units.",
-                                       "Each period's purchase must be no less than {Qmin} units and no more than {Qmax} units.",
-                                       "The supplier will not take an order below {Qmin} units and cannot deliver more than {Qmax} units per period.")),
-        Block("text", "lead", ("An order placed in period t arrives {lead} period(s) later.",
-                               "Deliveries take {lead} period(s) to arrive.",
-                               "Material bought now shows up only after a delay of {lead} period(s).")),
+        Block(
+            "text",
+            "data",
+            (
+                "A factory plans orders of a raw material over {T} periods. At the start it holds {I0} units.",
+                "Over a horizon of {T} periods a plant must decide how much material to buy; opening stock is {I0} units.",
+            ),
+        ),
+        Block(
+            "text",
+            "order_bounds",
+            (
+                "In every period an order is placed whose size must be between {Qmin} and {Qmax} units.",
+                "Each period's purchase must be no less than {Qmin} units and no more than {Qmax} units.",
+                "The supplier will not take an order below {Qmin} units and cannot deliver more than {Qmax} units per period.",
+            ),
+        ),
+        Block(
+            "text",
+            "lead",
+            (
+                "An order placed in period t arrives {lead} period(s) later.",
+                "Deliveries take {lead} period(s) to arrive.",
+                "Material bought now shows up only after a delay of {lead} period(s).",
+            ),
+        ),
         Block("rows", "data", ("* Period {t}: demand {d} units", "* Demand in period {t} is {d} units"), "demand"),
-        Block("text", "data", ("Unmet demand is lost (no backorders). Quantities may be fractional.",
-                               "Shortages are allowed but become lost sales; fractional amounts are fine.")),
-        Block("text", "capacity", ("The warehouse holds at most {C} units: stock carried plus arriving deliveries may never exceed {C}.",
-                                   "Storage is limited to {C} units on hand at any time, including goods that have just arrived.",
-                                   "Only {C} units fit on the shelves, counting what has just been delivered.")),
-        Block("text", "data", ("Costs: {pc} per unit ordered, {hc} per unit held at the end of a period, {sc} per unit of unmet demand. Minimise the total cost.",
-                               "Each unit bought costs {pc}, each unit left in stock at a period's end costs {hc}, and each unit of demand not served costs {sc}. What is the minimum total cost?")),
+        Block(
+            "text",
+            "data",
+            (
+                "Unmet demand is lost (no backorders). Quantities may be fractional.",
+                "Shortages are allowed but become lost sales; fractional amounts are fine.",
+            ),
+        ),
+        Block(
+            "text",
+            "capacity",
+            (
+                "The warehouse holds at most {C} units: stock carried plus arriving deliveries may never exceed {C}.",
+                "Storage is limited to {C} units on hand at any time, including goods that have just arrived.",
+                "Only {C} units fit on the shelves, counting what has just been delivered.",
+            ),
+        ),
+        Block(
+            "text",
+            "data",
+            (
+                "Costs: {pc} per unit ordered, {hc} per unit held at the end of a period, {sc} per unit of unmet demand. Minimise the total cost.",
+                "Each unit bought costs {pc}, each unit left in stock at a period's end costs {hc}, and each unit of demand not served costs {sc}. What is the minimum total cost?",
+            ),
+        ),
     )
 
     def size_of(self, p):
@@ -84,7 +120,12 @@ class Inventory(ProblemClass):
         arr = t - lead >= 1
         # balance: I_t - S_t - I_{t-1} - x_{t-l} = -D_t
         ta = t[arr]
-        b.rows(np.stack([I[ta], S[ta - 1], I[ta - 1], x[ta - lead - 1]], 1), np.array([1.0, -1.0, -1.0, -1.0]), -D[ta - 1], -D[ta - 1])
+        b.rows(
+            np.stack([I[ta], S[ta - 1], I[ta - 1], x[ta - lead - 1]], 1),
+            np.array([1.0, -1.0, -1.0, -1.0]),
+            -D[ta - 1],
+            -D[ta - 1],
+        )
         tn = t[~arr]
         b.rows(np.stack([I[tn], S[tn - 1], I[tn - 1]], 1), np.array([1.0, -1.0, -1.0]), -D[tn - 1], -D[tn - 1])
         if np.isfinite(C):
@@ -103,7 +144,9 @@ class Inventory(ProblemClass):
         p = {"T": T, "D": a["d"]}
         for k in ("I0", "pc", "hc", "sc"):
             p[k] = _need(sc, k, self.name)
-        p["Qmin"], p["Qmax"] = (None, None) if "order_bounds" in missing else (_need(sc, "Qmin", self.name), _need(sc, "Qmax", self.name))
+        p["Qmin"], p["Qmax"] = (
+            (None, None) if "order_bounds" in missing else (_need(sc, "Qmin", self.name), _need(sc, "Qmax", self.name))
+        )
         p["lead"] = None if "lead" in missing else _need(sc, "lead", self.name)
         p["C"] = None if "capacity" in missing else _need(sc, "C", self.name)
         if p["Qmin"] is not None and p["Qmin"] > p["Qmax"]:

@@ -38,17 +38,48 @@ class JobShop(ProblemClass):
     time_limit = 30.0
     integral_objective = True
     blocks = (
-        Block("text", "data", ("A workshop has {n} jobs and {m} machines. Each job consists of {m} operations, one on each machine, in a fixed order.",
-                               "{n} orders must be processed on {m} machines; every order passes each machine once, following its own route.")),
-        Block("rows", "data", ("* Job {j}: machine order {route*}; processing times {times*}",
-                               "* Order {j} visits machines {route*} taking {times*} hours respectively"), "jobs"),
-        Block("text", "precedence", ("An operation of a job can start only after the previous operation of the same job has finished.",
-                                     "Each order must finish one step before it starts its next step.")),
-        Block("text", "machine", ("Each machine can process at most one operation at a time, and an operation cannot be interrupted.",
-                                  "No machine may work on two operations simultaneously; operations run without pre-emption.",
-                                  "Whenever a machine is busy, any other order that needs it has to wait its turn.")),
-        Block("text", "data", ("Find the minimum makespan, i.e. the time at which all jobs are complete.",
-                               "What is the earliest time by which every order can be finished?")),
+        Block(
+            "text",
+            "data",
+            (
+                "A workshop has {n} jobs and {m} machines. Each job consists of {m} operations, one on each machine, in a fixed order.",
+                "{n} orders must be processed on {m} machines; every order passes each machine once, following its own route.",
+            ),
+        ),
+        Block(
+            "rows",
+            "data",
+            (
+                "* Job {j}: machine order {route*}; processing times {times*}",
+                "* Order {j} visits machines {route*} taking {times*} hours respectively",
+            ),
+            "jobs",
+        ),
+        Block(
+            "text",
+            "precedence",
+            (
+                "An operation of a job can start only after the previous operation of the same job has finished.",
+                "Each order must finish one step before it starts its next step.",
+            ),
+        ),
+        Block(
+            "text",
+            "machine",
+            (
+                "Each machine can process at most one operation at a time, and an operation cannot be interrupted.",
+                "No machine may work on two operations simultaneously; operations run without pre-emption.",
+                "Whenever a machine is busy, any other order that needs it has to wait its turn.",
+            ),
+        ),
+        Block(
+            "text",
+            "data",
+            (
+                "Find the minimum makespan, i.e. the time at which all jobs are complete.",
+                "What is the earliest time by which every order can be finished?",
+            ),
+        ),
     )
 
     def _draw(self, rng, n):

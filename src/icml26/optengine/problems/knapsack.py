@@ -35,14 +35,32 @@ class Knapsack(ProblemClass):
     name, kind, sense, size_name, size_range = "Knapsack", "MIP", "max", "items", (5, 30)
     integral_objective = True
     blocks = (
-        Block("text", "data", ("A hiker is packing for a trip and can choose among {n} items; each item is either taken whole or left behind.",
-                               "There are {n} candidate items for a delivery drone; every item is loaded entirely or not at all.")),
+        Block(
+            "text",
+            "data",
+            (
+                "A hiker is packing for a trip and can choose among {n} items; each item is either taken whole or left behind.",
+                "There are {n} candidate items for a delivery drone; every item is loaded entirely or not at all.",
+            ),
+        ),
         Block("rows", "data", ("* Item {i}: weight {w} kg, value {v}", "* Item {i} weighs {w} kg and is worth {v}"), "items"),
-        Block("text", "capacity", ("The knapsack can carry at most {cap} kg in total.",
-                                   "The total weight loaded must not exceed {cap} kg.",
-                                   "Anything beyond {cap} kg of combined load is more than the drone can lift.")),
-        Block("text", "data", ("Choose the items that maximise the total value.",
-                               "Which items should be selected to make the total worth as large as possible?")),
+        Block(
+            "text",
+            "capacity",
+            (
+                "The knapsack can carry at most {cap} kg in total.",
+                "The total weight loaded must not exceed {cap} kg.",
+                "Anything beyond {cap} kg of combined load is more than the drone can lift.",
+            ),
+        ),
+        Block(
+            "text",
+            "data",
+            (
+                "Choose the items that maximise the total value.",
+                "Which items should be selected to make the total worth as large as possible?",
+            ),
+        ),
     )
 
     def _draw(self, rng, n):

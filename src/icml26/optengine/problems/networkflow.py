@@ -97,14 +97,43 @@ class NetworkFlow(ProblemClass):
     square = True  # as many stores as warehouses
     nouns = {"source": "warehouse", "sink": "store", "cost": "route cost", "cap": "route capacity"}
     blocks = (
-        Block("text", "data", ("A company ships goods from {n} warehouses to {m} stores.", "Goods flow from {n} depots to {m} shops.")),
-        Block("rows", "supply", ("* Warehouse {i} can supply at most {s} units", "* Depot {i} has {s} units available",
-                                 "* Depot {i} stocks {s} units in total, which is all it can send"), "supply"),
+        Block(
+            "text",
+            "data",
+            ("A company ships goods from {n} warehouses to {m} stores.", "Goods flow from {n} depots to {m} shops."),
+        ),
+        Block(
+            "rows",
+            "supply",
+            (
+                "* Warehouse {i} can supply at most {s} units",
+                "* Depot {i} has {s} units available",
+                "* Depot {i} stocks {s} units in total, which is all it can send",
+            ),
+            "supply",
+        ),
         Block("rows", "data", ("* Store {j} needs exactly {d} units", "* Shop {j} requires {d} units"), "demand"),
-        Block("rows", "data", ("* Route W{i}-S{j}: cost {c} per unit", "* Shipping from depot {i} to shop {j} costs {c} per unit"), "cost"),
-        Block("rows", "arc_capacity", ("* Route W{i}-S{j}: capacity {k} units", "* At most {k} units can travel from depot {i} to shop {j}",
-                                       "* The lorry between depot {i} and shop {j} takes loads of up to {k} units"), "cap"),
-        Block("text", "data", ("Meet every store's demand at minimum total shipping cost.", "What is the cheapest way to satisfy all shops?")),
+        Block(
+            "rows",
+            "data",
+            ("* Route W{i}-S{j}: cost {c} per unit", "* Shipping from depot {i} to shop {j} costs {c} per unit"),
+            "cost",
+        ),
+        Block(
+            "rows",
+            "arc_capacity",
+            (
+                "* Route W{i}-S{j}: capacity {k} units",
+                "* At most {k} units can travel from depot {i} to shop {j}",
+                "* The lorry between depot {i} and shop {j} takes loads of up to {k} units",
+            ),
+            "cap",
+        ),
+        Block(
+            "text",
+            "data",
+            ("Meet every store's demand at minimum total shipping cost.", "What is the cheapest way to satisfy all shops?"),
+        ),
     )
 
     def _draw(self, rng, n):
@@ -149,7 +178,9 @@ class NetworkFlow(ProblemClass):
         m = _pos_int(_need(sc, "m", self.name), "m", self.name)
         w = self.nouns
         if self.square and m != n:
-            raise InstanceError(f"{self.name}: this engine's instances have as many {w['sink']}s as {w['source']}s (got {n} and {m})")
+            raise InstanceError(
+                f"{self.name}: this engine's instances have as many {w['sink']}s as {w['source']}s (got {n} and {m})"
+            )
         p = {"n": n} if self.square else {"n": n, "m": m}
         p["d"] = rows_by(rows["demand"], ["j"], (m,), w["sink"])["d"]
         p["cost"] = rows_by(rows["cost"], ["i", "j"], (n, m), w["cost"])["c"]
@@ -201,13 +232,39 @@ class Transportation(NetworkFlow):
     square = False
     nouns = {"source": "plant", "sink": "customer", "cost": "unit cost", "cap": ""}
     blocks = (
-        Block("text", "data", ("A company ships a product from {n} plants to {m} customers.", "There are {n} factories and {m} distribution centres.")),
-        Block("rows", "supply", ("* Plant {i} can ship at most {s} units", "* Factory {i} has a capacity of {s} units",
-                                 "* Factory {i} only manages to turn out {s} units"), "supply"),
+        Block(
+            "text",
+            "data",
+            (
+                "A company ships a product from {n} plants to {m} customers.",
+                "There are {n} factories and {m} distribution centres.",
+            ),
+        ),
+        Block(
+            "rows",
+            "supply",
+            (
+                "* Plant {i} can ship at most {s} units",
+                "* Factory {i} has a capacity of {s} units",
+                "* Factory {i} only manages to turn out {s} units",
+            ),
+            "supply",
+        ),
         Block("rows", "data", ("* Customer {j} demands {d} units", "* Centre {j} must receive {d} units"), "demand"),
-        Block("rows", "data", ("* Unit cost from Plant {i} to Customer {j}: {c}", "* Shipping one unit from factory {i} to centre {j} costs {c}"), "cost"),
-        Block("text", "data", ("Every customer's demand must be met exactly. Find the minimum total transportation cost.",
-                               "All centres must get exactly what they need. What is the least total shipping cost?")),
+        Block(
+            "rows",
+            "data",
+            ("* Unit cost from Plant {i} to Customer {j}: {c}", "* Shipping one unit from factory {i} to centre {j} costs {c}"),
+            "cost",
+        ),
+        Block(
+            "text",
+            "data",
+            (
+                "Every customer's demand must be met exactly. Find the minimum total transportation cost.",
+                "All centres must get exactly what they need. What is the least total shipping cost?",
+            ),
+        ),
     )
 
     def _draw(self, rng, n):

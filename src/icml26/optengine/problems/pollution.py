@@ -37,19 +37,58 @@ class Pollution(ProblemClass):
 
     name, kind, sense, size_name, size_range = "Pollution", "LP", "min", "sources", (3, 10)
     blocks = (
-        Block("text", "data", ("A region must cut particulate emissions from {n} sources; {K} control methods are available.",
-                               "{n} plants emit dust, and {K} abatement technologies can be fitted.")),
-        Block("rows", "data", ("* Source {i}: emission factor {w} per unit of production, production {q} units",
-                               "* Plant {i} emits {w} per unit produced and produces {q} units"), "source"),
-        Block("rows", "data", ("* Method {j} removes a fraction {s} of the emissions of the production it treats",
-                               "* Technology {j} has removal efficiency {s}"), "method"),
-        Block("rows", "data", ("* Treating one unit of Source {i} with Method {j} costs {c}",
-                               "* Fitting technology {j} at plant {i} costs {c} per unit treated"), "cost"),
-        Block("text", "production", ("At each source the production treated, summed over all methods, cannot exceed its production.",
-                                     "A plant cannot treat more units than it produces, summed over technologies.",
-                                     "Each plant's output can be split among technologies, but there is only so much output to go around.")),
-        Block("text", "data", ("Total emissions must fall by at least a fraction {P} of the uncontrolled emissions. Find the minimum total control cost.",
-                               "Emissions must drop by a share of at least {P} relative to no control. What is the cheapest plan?")),
+        Block(
+            "text",
+            "data",
+            (
+                "A region must cut particulate emissions from {n} sources; {K} control methods are available.",
+                "{n} plants emit dust, and {K} abatement technologies can be fitted.",
+            ),
+        ),
+        Block(
+            "rows",
+            "data",
+            (
+                "* Source {i}: emission factor {w} per unit of production, production {q} units",
+                "* Plant {i} emits {w} per unit produced and produces {q} units",
+            ),
+            "source",
+        ),
+        Block(
+            "rows",
+            "data",
+            (
+                "* Method {j} removes a fraction {s} of the emissions of the production it treats",
+                "* Technology {j} has removal efficiency {s}",
+            ),
+            "method",
+        ),
+        Block(
+            "rows",
+            "data",
+            (
+                "* Treating one unit of Source {i} with Method {j} costs {c}",
+                "* Fitting technology {j} at plant {i} costs {c} per unit treated",
+            ),
+            "cost",
+        ),
+        Block(
+            "text",
+            "production",
+            (
+                "At each source the production treated, summed over all methods, cannot exceed its production.",
+                "A plant cannot treat more units than it produces, summed over technologies.",
+                "Each plant's output can be split among technologies, but there is only so much output to go around.",
+            ),
+        ),
+        Block(
+            "text",
+            "data",
+            (
+                "Total emissions must fall by at least a fraction {P} of the uncontrolled emissions. Find the minimum total control cost.",
+                "Emissions must drop by a share of at least {P} relative to no control. What is the cheapest plan?",
+            ),
+        ),
     )
 
     def _draw(self, rng, n):
@@ -89,7 +128,15 @@ class Pollution(ProblemClass):
         s = rows_by(rows["method"], ["j"], (K,), "method")["s"]
         if np.any((s < 0) | (s > 1)):
             raise InstanceError(f"{self.name}: removal efficiencies must lie in [0, 1]")
-        return {"n": n, "K": K, "w": a["w"], "q": a["q"], "s": s, "c": rows_by(rows["cost"], ["i", "j"], (n, K), "cost")["c"], "P": _need(sc, "P", self.name)}
+        return {
+            "n": n,
+            "K": K,
+            "w": a["w"],
+            "q": a["q"],
+            "s": s,
+            "c": rows_by(rows["cost"], ["i", "j"], (n, K), "cost")["c"],
+            "P": _need(sc, "P", self.name),
+        }
 
     def heuristic(self, p):
         """Cheapest cost per unit of emission removed first, until the target is met."""

@@ -38,20 +38,53 @@ class Portfolio(ProblemClass):
 
     name, kind, sense, size_name, size_range = "Portfolio", "LP", "max", "assets", (5, 20)
     blocks = (
-        Block("text", "data", ("An investor splits a budget among {n} assets; the weights must be non-negative and sum to 1.",
-                               "A fund allocates all of its capital over {n} asset classes (fractions adding up to one).")),
-        Block("rows", "data", ("* Asset {i}: expected return {r}, risk index {v}, weight between {l} and {u}",
-                               "* Asset {i} has return {r} and risk {v}; its share must lie in [{l}, {u}]"), "assets"),
-        Block("text", "liquidity", ("The liquid assets {L*} must together receive at least {Lmin} of the budget.",
-                                    "At least {Lmin} of the capital goes to the liquid group made of assets {L*}.",
-                                    "Assets {L*} can be sold quickly, and the fund wants no less than {Lmin} of its money parked there.")),
-        Block("text", "risk", ("The portfolio risk (the weighted sum of risk indices) must not exceed {Vmax}.",
-                               "The weighted average risk index may be at most {Vmax}.",
-                               "Clients get nervous once the blended risk index rises above {Vmax}.")),
-        Block("text", "min_return", ("The expected return must be at least {Rmin}.",
-                                     "The portfolio must earn an expected return of no less than {Rmin}.",
-                                     "Anything returning under {Rmin} in expectation would be rejected by the board.")),
-        Block("text", "data", ("Maximise the expected return of the portfolio.", "What is the largest achievable expected return?")),
+        Block(
+            "text",
+            "data",
+            (
+                "An investor splits a budget among {n} assets; the weights must be non-negative and sum to 1.",
+                "A fund allocates all of its capital over {n} asset classes (fractions adding up to one).",
+            ),
+        ),
+        Block(
+            "rows",
+            "data",
+            (
+                "* Asset {i}: expected return {r}, risk index {v}, weight between {l} and {u}",
+                "* Asset {i} has return {r} and risk {v}; its share must lie in [{l}, {u}]",
+            ),
+            "assets",
+        ),
+        Block(
+            "text",
+            "liquidity",
+            (
+                "The liquid assets {L*} must together receive at least {Lmin} of the budget.",
+                "At least {Lmin} of the capital goes to the liquid group made of assets {L*}.",
+                "Assets {L*} can be sold quickly, and the fund wants no less than {Lmin} of its money parked there.",
+            ),
+        ),
+        Block(
+            "text",
+            "risk",
+            (
+                "The portfolio risk (the weighted sum of risk indices) must not exceed {Vmax}.",
+                "The weighted average risk index may be at most {Vmax}.",
+                "Clients get nervous once the blended risk index rises above {Vmax}.",
+            ),
+        ),
+        Block(
+            "text",
+            "min_return",
+            (
+                "The expected return must be at least {Rmin}.",
+                "The portfolio must earn an expected return of no less than {Rmin}.",
+                "Anything returning under {Rmin} in expectation would be rejected by the board.",
+            ),
+        ),
+        Block(
+            "text", "data", ("Maximise the expected return of the portfolio.", "What is the largest achievable expected return?")
+        ),
     )
 
     def _draw(self, rng, n):

@@ -35,13 +35,39 @@ class Production(ProblemClass):
 
     name, kind, sense, size_name, size_range = "Production", "LP", "max", "products", (3, 10)
     blocks = (
-        Block("text", "data", ("A factory makes {n} products; each passes through {J} operations.", "{n} product lines share {J} processing stages.")),
+        Block(
+            "text",
+            "data",
+            (
+                "A factory makes {n} products; each passes through {J} operations.",
+                "{n} product lines share {J} processing stages.",
+            ),
+        ),
         Block("rows", "data", ("* Product {i}: profit {p} per unit", "* Each unit of product {i} earns {p}"), "profit"),
-        Block("rows", "data", ("* Product {i} needs {t} hours on Operation {j}", "* Stage {j} spends {t} hours per unit of product {i}"), "time"),
-        Block("rows", "capacity", ("* Operation {j} has {T} hours available", "* Stage {j} can run for at most {T} hours",
-                                   "* Stage {j} is staffed for {T} hours, after which it shuts down"), "cap"),
-        Block("text", "data", ("Production quantities may be fractional. Maximise the total profit.",
-                               "Fractional quantities are allowed. What is the maximum total profit?")),
+        Block(
+            "rows",
+            "data",
+            ("* Product {i} needs {t} hours on Operation {j}", "* Stage {j} spends {t} hours per unit of product {i}"),
+            "time",
+        ),
+        Block(
+            "rows",
+            "capacity",
+            (
+                "* Operation {j} has {T} hours available",
+                "* Stage {j} can run for at most {T} hours",
+                "* Stage {j} is staffed for {T} hours, after which it shuts down",
+            ),
+            "cap",
+        ),
+        Block(
+            "text",
+            "data",
+            (
+                "Production quantities may be fractional. Maximise the total profit.",
+                "Fractional quantities are allowed. What is the maximum total profit?",
+            ),
+        ),
     )
 
     def _draw(self, rng, n):
@@ -76,7 +102,12 @@ class Production(ProblemClass):
     def from_fields(self, sc, rows, missing=()):
         n = _pos_int(_need(sc, "n", self.name), "n", self.name)
         J = _pos_int(_need(sc, "J", self.name), "J", self.name)
-        p = {"n": n, "J": J, "p": rows_by(rows["profit"], ["i"], (n,), "profit")["p"], "t": rows_by(rows["time"], ["i", "j"], (n, J), "time")["t"]}
+        p = {
+            "n": n,
+            "J": J,
+            "p": rows_by(rows["profit"], ["i"], (n,), "profit")["p"],
+            "t": rows_by(rows["time"], ["i", "j"], (n, J), "time")["t"],
+        }
         p["T"] = None if "capacity" in missing else rows_by(rows["cap"], ["j"], (J,), "capacity")["T"]
         return p
 

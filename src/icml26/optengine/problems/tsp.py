@@ -36,16 +36,40 @@ class TSP(ProblemClass):
     name, kind, sense, size_name, size_range = "TSP", "MIP", "min", "cities", (4, 19)
     time_limit = 60.0
     blocks = (
-        Block("text", "data", ("A salesperson must visit {n} cities located on a map (coordinates in km).",
-                               "A delivery van serves {n} customer sites; their positions on a km grid are listed below.")),
+        Block(
+            "text",
+            "data",
+            (
+                "A salesperson must visit {n} cities located on a map (coordinates in km).",
+                "A delivery van serves {n} customer sites; their positions on a km grid are listed below.",
+            ),
+        ),
         Block("rows", "data", ("* City {i}: ({x}, {y})", "* Site {i} is at x = {x}, y = {y}"), "cities"),
-        Block("text", "degree", ("The salesperson starts at City 1, must visit every city exactly once, and returns to City 1 at the end.",
-                                 "Each site is entered exactly once and left exactly once, beginning and ending at Site 1.")),
-        Block("text", "subtour", ("The route must form one single tour; separate sub-tours are not allowed.",
-                                  "All stops must be joined into one continuous route with no disconnected loops.",
-                                  "The van may not return to the depot before every site on the list has been served in one trip.")),
-        Block("text", "data", ("The distance between two cities is the straight-line (Euclidean) distance. Find the minimum total distance of the tour.",
-                               "Distances are straight-line distances. What is the shortest possible total route length?")),
+        Block(
+            "text",
+            "degree",
+            (
+                "The salesperson starts at City 1, must visit every city exactly once, and returns to City 1 at the end.",
+                "Each site is entered exactly once and left exactly once, beginning and ending at Site 1.",
+            ),
+        ),
+        Block(
+            "text",
+            "subtour",
+            (
+                "The route must form one single tour; separate sub-tours are not allowed.",
+                "All stops must be joined into one continuous route with no disconnected loops.",
+                "The van may not return to the depot before every site on the list has been served in one trip.",
+            ),
+        ),
+        Block(
+            "text",
+            "data",
+            (
+                "The distance between two cities is the straight-line (Euclidean) distance. Find the minimum total distance of the tour.",
+                "Distances are straight-line distances. What is the shortest possible total route length?",
+            ),
+        ),
     )
 
     def _draw(self, rng, n):
