@@ -1,7 +1,8 @@
 # The book's entry points (see README.md):
 #   make install     create .venv and install the pinned stack (and the package, editable)
 #   make book        install, execute every chapter (ci and full scale), build the HTML book (all or nothing)
-#   make test        install, run the unit tests and every chapter under nbval
+#   make test        install, lint (ruff check, ruff format --check), run the unit tests and every chapter under nbval
+#   make lint        ruff check and ruff format --check over src/ and tests/
 #   make check-site  build the book, then open every page in headless Chromium (needs the system's chromium)
 PYTHON ?= python3
 VENV   := .venv
@@ -17,7 +18,7 @@ export OPENBLAS_NUM_THREADS ?= 1
 export PIP_DISABLE_PIP_VERSION_CHECK = 1
 export PYDEVD_DISABLE_FILE_VALIDATION = 1
 
-.PHONY: book run build test install check-site clean
+.PHONY: book run build test lint install check-site clean
 
 $(VENV)/.installed: requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,10 +40,13 @@ check-site: build
 
 book: run build
 
+lint: $(VENV)/.installed
+	$(PY) -m ruff check --no-cache src tests
+	$(PY) -m ruff format --check --no-cache src tests
+
 # Three pytest workers on two cores: the longest test files wait on subprocesses (kernels, Dask
 # workers), which left a core idle with two (169-181 % CPU measured; 192 % with three, the same wall time).
-test: $(VENV)/.installed
-	$(PY) -m ruff check --no-cache src tests
+test: lint
 	$(PY) -m icml26 sync
 	$(PY) -m pytest -n 3 --dist loadfile --nbval-lax --nbval-current-env -p no:cacheprovider tests _build/ipynb
 
