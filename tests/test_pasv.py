@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import pkgutil
 from itertools import permutations
 
 import numpy as np
@@ -308,8 +309,14 @@ def test_bad_input_raises(call, match):
 
 
 
-def test_every_public_callable_has_numpydoc_sections():
-    assert undocumented("icml26.pasv") == []
+PASV_MODULES = sorted(
+    m.name for m in pkgutil.iter_modules(P.__path__, "icml26.pasv.") if not m.name.rsplit(".", 1)[-1].startswith("_")
+)
+
+
+@pytest.mark.parametrize("module", PASV_MODULES)
+def test_every_public_callable_has_numpydoc_sections(module):
+    assert undocumented(module) == []
 
 
 # ---------------------------------------------------------------- the chapter's experiment loops

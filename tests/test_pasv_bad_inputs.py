@@ -21,8 +21,8 @@ CYCLIC_CLOSED = np.ones((3, 3), bool)  # the transitive closure of a 3-cycle: ev
 R3 = P.precedence_closure(3, [(0, 1)])
 U3 = np.r_[0.0, np.arange(1.0, 8.0)]
 
-exempt("pasv.Utility", "a typing.Protocol: it defines the calling convention and takes no input")
-exempt("pasv.diabetes_dags", "takes no arguments; returns two fixed closures")
+exempt("pasv.games.Utility", "a typing.Protocol: it defines the calling convention and takes no input")
+exempt("pasv.features.diabetes_dags", "takes no arguments; returns two fixed closures")
 
 # strategies of wrong inputs
 bad_floats = st.sampled_from([np.nan, np.inf, -np.inf, -1.0, 0.0])
@@ -69,9 +69,10 @@ def test_uniform_permutations_with_a_negative_count():
 
 
 @covers(
-    "pasv.topological_order", "pasv.PasvDP", "pasv.linear_extensions", "pasv.feasible_masks",
-    "pasv.order_distribution", "pasv.AdjacentSwapSampler", "pasv.is_linear_extension",
-    "pasv.maximal_elements", "pasv.sample_linear_extensions_rejection", "pasv.pairwise_discrepancy_trace",
+    "pasv.posets.topological_order", "pasv.exact.PasvDP", "pasv.posets.linear_extensions", "pasv.exact.feasible_masks",
+    "pasv.posets.order_distribution", "pasv.sampling.AdjacentSwapSampler", "pasv.posets.is_linear_extension",
+    "pasv.posets.maximal_elements", "pasv.sampling.sample_linear_extensions_rejection",
+    "pasv.mixing.pairwise_discrepancy_trace",
 )  # fmt: skip
 @FAST
 @given(n=st.integers(2, 6), k=st.integers(2, 6))
@@ -106,7 +107,10 @@ def test_a_relation_that_is_not_transitively_closed_is_rejected():
     rejects(P.PasvDP, R.astype(int), match="boolean")
 
 
-@covers("pasv.precedence_closure", "pasv.random_dag", "pasv.block_closure", "pasv.ordered_partition_closure")
+@covers(
+    "pasv.posets.precedence_closure", "pasv.posets.random_dag", "pasv.posets.block_closure",
+    "pasv.posets.ordered_partition_closure",
+)  # fmt: skip
 @FAST
 @given(n=bad_sizes, p=bad_floats, junk=not_numbers)
 def test_poset_builders_reject_bad_sizes_and_probabilities(n, p, junk):
@@ -125,7 +129,7 @@ def test_poset_builders_reject_bad_sizes_and_probabilities(n, p, junk):
     rejects(P.ordered_partition_closure, "ab")
 
 
-@covers("pasv.order_log_weights")
+@covers("pasv.posets.order_log_weights")
 @FAST
 @given(lam=arrays(float, 3, elements=bad_floats))
 def test_weights_must_be_finite_and_positive(lam):
@@ -139,7 +143,7 @@ def test_weights_must_be_finite_and_positive(lam):
 # ----------------------------------------------------------------------------- exact values
 
 
-@covers("pasv.shapley_exact", "pasv.pasv_exact", "pasv.rov_exact", "pasv.wsv_exact")
+@covers("pasv.exact.shapley_exact", "pasv.exact.pasv_exact", "pasv.exact.rov_exact", "pasv.exact.wsv_exact")
 @FAST
 @given(size=st.integers(0, 40).filter(lambda s: s & (s - 1) != 0 or s < 2), bad=bad_floats)
 def test_game_tables_of_the_wrong_length_or_with_nan(size, bad):
@@ -157,7 +161,7 @@ def test_game_tables_of_the_wrong_length_or_with_nan(size, bad):
     rejects(P.shapley_exact, "table")
 
 
-@covers("pasv.game_table")
+@covers("pasv.games.game_table")
 @FAST
 @given(n=st.integers(-3, 0), bad=st.sampled_from([np.nan, np.inf]))
 def test_game_table_rejects_bad_sizes_masks_and_nan_utilities(n, bad):
@@ -181,7 +185,7 @@ def test_pasv_dp_values_and_last_of_probs_reject_bad_input():
 # ----------------------------------------------------------------------------- sampling and estimation
 
 
-@covers("pasv.uniform_permutations")
+@covers("pasv.sampling.uniform_permutations")
 @FAST
 @given(n=bad_sizes, m=bad_sizes, junk=not_numbers)
 def test_uniform_permutations_rejects_bad_counts(n, m, junk):
@@ -207,7 +211,7 @@ def test_sampler_rejects_bad_counts_and_states(m, junk):
     rejects(P.sample_linear_extensions_rejection, R3, 2, batch=m, match="batch")
 
 
-@covers("pasv.rov_estimate", "pasv.marginal_contributions", "pasv.prefix_values")
+@covers("pasv.estimation.rov_estimate", "pasv.estimation.marginal_contributions", "pasv.games.prefix_values")
 @FAST
 @given(values=arrays(float, (2, 4), elements=st.sampled_from([np.nan, np.inf, 0.5])), w=bad_floats)
 def test_estimators_reject_mismatched_or_non_finite_input(values, w):
@@ -224,7 +228,7 @@ def test_estimators_reject_mismatched_or_non_finite_input(values, w):
     rejects(P.prefix_values, U3, np.empty((0, 3), int), match="non-empty")
 
 
-@covers("pasv.pasv_mc", "pasv.pairwise_discrepancy_trace", "pasv.priority_sweep")
+@covers("pasv.estimation.pasv_mc", "pasv.mixing.pairwise_discrepancy_trace", "pasv.estimation.priority_sweep")
 @FAST
 @given(m=bad_sizes, f=bad_floats)
 def test_drivers_reject_bad_counts_and_factors(m, f):
@@ -244,7 +248,7 @@ def test_drivers_reject_bad_counts_and_factors(m, f):
 # ----------------------------------------------------------------------------- utilities
 
 
-@covers("pasv.CachedUtility")
+@covers("pasv.games.CachedUtility")
 @FAST
 @given(n=bad_sizes, bad=st.sampled_from([np.nan, np.inf]))
 def test_cached_utility_follows_the_protocol(n, bad):
@@ -262,7 +266,7 @@ def _market():
     return P.make_data_market(1, 2, random_state=0)
 
 
-@covers("pasv.make_data_market", "pasv.DataMarket")
+@covers("pasv.markets.make_data_market", "pasv.markets.DataMarket")
 @FAST
 @given(k=bad_sizes, junk=not_numbers, b=bad_floats)
 def test_data_market_rejects_bad_sizes_and_weights(k, junk, b):
@@ -281,7 +285,7 @@ def test_data_market_rejects_bad_sizes_and_weights(k, junk, b):
     rejects(P.DataMarket, X, m.y, m.block, m.X_test, m.y_test, match="NaN")
 
 
-@covers("pasv.KNNUtility", "pasv.CoalitionModelUtility", "pasv.ImputedFeatureUtility")
+@covers("pasv.markets.KNNUtility", "pasv.markets.CoalitionModelUtility", "pasv.features.ImputedFeatureUtility")
 @FAST
 @given(k=bad_sizes, bad=st.sampled_from([np.nan, np.inf]))
 def test_utilities_reject_bad_data_and_one_mask_convention(k, bad):
@@ -312,7 +316,10 @@ def test_utilities_reject_bad_data_and_one_mask_convention(k, bad):
     finite_or_raises(fu, np.zeros(3, bool))
 
 
-@covers("pasv.value_markets", "pasv.feature_sweep_shift", "pasv.mixing_runs", "pasv.sampler_efficiency")
+@covers(
+    "pasv.markets.value_markets", "pasv.features.feature_sweep_shift", "pasv.mixing.mixing_runs",
+    "pasv.mixing.sampler_efficiency",
+)  # fmt: skip
 def test_chapter_loops_reject_bad_sizes():
     R = P.precedence_closure(3, [(0, 1)])
     U = P.game_table(lambda mask: float(mask.sum()), 3)
