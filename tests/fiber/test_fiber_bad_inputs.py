@@ -22,8 +22,10 @@ from icml26 import fiber
 torch.set_num_threads(1)
 FAST = settings(max_examples=20, deadline=None, derandomize=True)
 
-exempt("fiber.TabularData", "a plain record (dataclass) built by load_tabular; the functions that take it check its type")
-exempt("fiber.TrainResult", "a plain record (dataclass) returned by train_private; it takes no input of its own")
+exempt(
+    "fiber.training.TabularData", "a plain record (dataclass) built by load_tabular; the functions that take it check its type"
+)
+exempt("fiber.training.TrainResult", "a plain record (dataclass) returned by train_private; it takes no input of its own")
 
 bad_reals = st.sampled_from([np.nan, np.inf, -np.inf, -1.0])
 non_finite = st.sampled_from([np.nan, np.inf, -np.inf])
@@ -57,7 +59,7 @@ def test_epsilon_spent_with_bad_delta_or_steps():
 # ----------------------------------------------------------------------------- filters
 
 
-@covers("fiber.innovation_attenuation", "fiber.innovation_filter_coeffs", "fiber.filter_coeffs")
+@covers("fiber.filters.innovation_attenuation", "fiber.filters.innovation_filter_coeffs", "fiber.filters.filter_coeffs")
 @FAST
 @given(omega=st.one_of(bad_reals, st.sampled_from([0.0, 4 / 3, 1.5, 10.0])))
 def test_unstable_omega_is_rejected(omega):
@@ -66,7 +68,7 @@ def test_unstable_omega_is_rejected(omega):
     rejects(fiber.filter_coeffs, "innovation", omega=omega, match="omega")
 
 
-@covers("fiber.ema_attenuation", "fiber.ema_filter_coeffs")
+@covers("fiber.filters.ema_attenuation", "fiber.filters.ema_filter_coeffs")
 @FAST
 @given(kappa=st.one_of(bad_reals, st.sampled_from([0.0, 2.0, 3.0])))
 def test_unstable_kappa_is_rejected(kappa):
@@ -87,7 +89,10 @@ def test_unknown_filter_kind():
     rejects(fiber.filter_coeffs, 3)
 
 
-@covers("fiber.check_stable", "fiber.impulse_response", "fiber.numeric_attenuation", "fiber.attenuation_profile", "fiber.apply_filter")
+@covers(
+    "fiber.filters.check_stable", "fiber.filters.impulse_response", "fiber.filters.numeric_attenuation",
+    "fiber.filters.attenuation_profile", "fiber.filters.apply_filter",
+)  # fmt: skip
 @FAST
 @given(root=st.floats(1.0, 5.0), bad=bad_reals)
 def test_unstable_or_non_finite_denominators_are_rejected(root, bad):
@@ -117,7 +122,7 @@ def test_filter_sizes_numerators_and_streams(n, bad):
 # ----------------------------------------------------------------------------- privatisation
 
 
-@covers("fiber.observation_weight", "fiber.two_point_grads")
+@covers("fiber.privacy.observation_weight", "fiber.privacy.two_point_grads")
 @FAST
 @given(kappa=st.one_of(bad_reals, st.sampled_from([0.0, 1.5])), gamma=st.one_of(bad_reals, st.just(0.0)))
 def test_two_point_observation_parameters(kappa, gamma, toy):
@@ -137,7 +142,7 @@ def test_two_point_with_a_wrong_last_move(toy):
     rejects(fiber.two_point_grads, "model", nn.functional.cross_entropy, x, y, d, kappa=0.7, gamma=0.5)
 
 
-@covers("fiber.per_example_grads")
+@covers("fiber.privacy.per_example_grads")
 @FAST
 @given(rows=st.integers(1, 5), bad=bad_reals)
 def test_per_example_grads_bad_batches(rows, bad, toy):
@@ -151,7 +156,7 @@ def test_per_example_grads_bad_batches(rows, bad, toy):
     rejects(fiber.per_example_grads, model, "loss", x, y)
 
 
-@covers("fiber.clip_and_sum", "fiber.privatize")
+@covers("fiber.privacy.clip_and_sum", "fiber.privacy.privatize")
 @FAST
 @given(max_norm=st.one_of(bad_reals, st.just(0.0)), mult=bad_reals, B=bad_counts)
 def test_clipping_and_noise_parameters(max_norm, mult, B):
@@ -164,7 +169,7 @@ def test_clipping_and_noise_parameters(max_norm, mult, B):
     rejects(fiber.privatize, g, max_norm=1.0, noise_multiplier=1.0, expected_batch_size=B, random_state=0)
 
 
-@covers("fiber.gaussian_noise")
+@covers("fiber.privacy.gaussian_noise")
 @FAST
 @given(std=bad_reals, dim=st.integers(-3, -1))
 def test_gaussian_noise_bad_std_and_shapes(std, dim):
@@ -177,7 +182,7 @@ def test_gaussian_noise_bad_std_and_shapes(std, dim):
 # ----------------------------------------------------------------------------- accounting
 
 
-@covers("fiber.noise_for_epsilon", "fiber.epsilon_spent")
+@covers("fiber.privacy.noise_for_epsilon", "fiber.privacy.epsilon_spent")
 @FAST
 @given(q=bad_probabilities, delta=bad_probabilities, eps=st.one_of(bad_reals, st.just(0.0)), steps=bad_counts)
 def test_accounting_rejects_out_of_range_inputs(q, delta, eps, steps):
@@ -194,7 +199,7 @@ def test_accounting_rejects_out_of_range_inputs(q, delta, eps, steps):
 # ----------------------------------------------------------------------------- optimizer
 
 
-@covers("fiber.FilteredDPAdamW", "fiber.make_optimizer")
+@covers("fiber.optimizer.FilteredDPAdamW", "fiber.optimizer.make_optimizer")
 @FAST
 @given(bad=bad_reals, beta=st.sampled_from([1.0, -0.1, 2.0, np.nan]))
 def test_optimizer_hyperparameters(bad, beta):
@@ -214,7 +219,7 @@ def test_optimizer_hyperparameters(bad, beta):
 # ----------------------------------------------------------------------------- experiments
 
 
-@covers("fiber.second_moment_bias")
+@covers("fiber.experiments.second_moment_bias")
 @FAST
 @given(mu=arrays(float, st.integers(1, 4), elements=st.sampled_from([0.0, 1.0, np.nan, np.inf])), bad=bad_reals, steps=st.integers(-2, 1))
 def test_second_moment_bias_bad_inputs(mu, bad, steps):
@@ -230,7 +235,9 @@ def test_second_moment_bias_bad_inputs(mu, bad, steps):
     rejects(fiber.second_moment_bias, np.zeros(3), 1.0, "none", steps=10, random_state="x", match="random_state")
 
 
-@covers("fiber.load_tabular", "fiber.validation_split", "fiber.make_mlp", "fiber.steps_for")
+@covers(
+    "fiber.training.load_tabular", "fiber.training.validation_split", "fiber.training.make_mlp", "fiber.experiments.steps_for",
+)  # fmt: skip
 @FAST
 @given(frac=bad_probabilities, n=bad_counts)
 def test_data_and_model_helpers(frac, n, toy):
@@ -247,7 +254,7 @@ def test_data_and_model_helpers(frac, n, toy):
     rejects(fiber.steps_for, -1.0, 2, 10, match="epochs")
 
 
-@covers("fiber.train_private")
+@covers("fiber.training.train_private")
 @FAST
 @given(B=st.sampled_from([0, -3, 10_000, 2.5]), bad=bad_reals)
 def test_train_private_bad_inputs(B, bad, toy):
@@ -260,7 +267,7 @@ def test_train_private_bad_inputs(B, bad, toy):
     rejects(fiber.train_private, data, "FIBER", noise_multiplier=1.0, batch_size=4, delta=1.5, match="delta")
 
 
-@covers("fiber.select_hyperparameters", "fiber.accuracy_vs_epsilon")
+@covers("fiber.experiments.select_hyperparameters", "fiber.experiments.accuracy_vs_epsilon")
 @FAST
 @given(bad=bad_reals)
 def test_experiment_drivers_bad_grids(bad, toy):
@@ -278,7 +285,7 @@ def test_experiment_drivers_bad_grids(bad, toy):
     rejects(fiber.accuracy_vs_epsilon, data, hp, epsilons=[1.0], delta=1e-5, seeds=[-1], epochs=1, batch_size=4, match="seed")
 
 
-@covers("fiber.dp_step_fn", "fiber.opacus_dp_optimizer", "fiber.opacus_step")
+@covers("fiber.experiments.dp_step_fn", "fiber.opacus_ref.opacus_dp_optimizer", "fiber.opacus_ref.opacus_step")
 @FAST
 @given(bad=bad_reals)
 def test_step_closures_and_opacus_wrappers(bad, toy):
