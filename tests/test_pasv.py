@@ -131,6 +131,7 @@ def test_infinite_weight_adds_edges():
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_agrees_with_shapiq_exact(seed):
     import shapiq  # pinned in requirements.txt: the independent reference implementation
+
     n = 5
     U = random_game(n, seed)
 
@@ -306,7 +307,6 @@ def test_cyclic_precedence_graph_is_an_error():
 def test_bad_input_raises(call, match):
     with pytest.raises(ValueError, match=match):
         call()
-
 
 
 PASV_MODULES = sorted(

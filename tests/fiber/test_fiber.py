@@ -49,7 +49,9 @@ def test_optimizer_filter_state_equals_lfilter_recursion():
 
 @pytest.mark.parametrize("omega", OMEGAS + [1.3])
 def test_numeric_attenuation_equals_closed_form_innovation(omega):
-    assert fiber.numeric_attenuation(*fiber.innovation_filter_coeffs(omega)) == pytest.approx(fiber.innovation_attenuation(omega), rel=1e-10)
+    assert fiber.numeric_attenuation(*fiber.innovation_filter_coeffs(omega)) == pytest.approx(
+        fiber.innovation_attenuation(omega), rel=1e-10
+    )
 
 
 @pytest.mark.parametrize("kappa", [0.05, 0.3, 0.7, 1.0, 1.5])
@@ -134,7 +136,9 @@ def test_second_moment_bias_matches_prediction():
     assert out["err_sigma2"].mean() == pytest.approx(-(1 - A), abs=0.03)
     assert abs(out["err_filter"].mean()) < 0.03
     # the floor at eps_v = 0 only raises the estimate
-    assert out["err_floor_sigma2"].mean() > out["err_sigma2"].mean() and float(out["clamped_sigma2"]) > float(out["clamped_filter"])
+    assert out["err_floor_sigma2"].mean() > out["err_sigma2"].mean() and float(out["clamped_sigma2"]) > float(
+        out["clamped_filter"]
+    )
 
 
 # --------------------------------------------------------------------------- privatisation
@@ -268,9 +272,22 @@ def test_dp_sgd_step_agrees_with_opacus():
     model, x, y = _toy(3, n=16)
     ours = copy.deepcopy(model)
     C, sigma, B, lr = 0.5, 1.3, 16, 0.1
-    gsm, dpo = fiber.opacus_dp_optimizer(model, torch.optim.SGD(model.parameters(), lr=lr), noise_multiplier=sigma, max_norm=C, expected_batch_size=B, random_state=torch.Generator().manual_seed(42))
+    gsm, dpo = fiber.opacus_dp_optimizer(
+        model,
+        torch.optim.SGD(model.parameters(), lr=lr),
+        noise_multiplier=sigma,
+        max_norm=C,
+        expected_batch_size=B,
+        random_state=torch.Generator().manual_seed(42),
+    )
     fiber.opacus_step(gsm, dpo, x, y)
-    g = fiber.privatize(fiber.per_example_grads(ours, nn.functional.cross_entropy, x, y), max_norm=C, noise_multiplier=sigma, expected_batch_size=B, random_state=torch.Generator().manual_seed(42))
+    g = fiber.privatize(
+        fiber.per_example_grads(ours, nn.functional.cross_entropy, x, y),
+        max_norm=C,
+        noise_multiplier=sigma,
+        expected_batch_size=B,
+        random_state=torch.Generator().manual_seed(42),
+    )
     with torch.no_grad():
         for k, p in ours.named_parameters():
             p.add_(g[k], alpha=-lr)
@@ -283,12 +300,25 @@ def test_dp_adamw_agrees_with_opacus_dp_adam_over_steps():
     model, x, y = _toy(4, n=16)
     ours = copy.deepcopy(model)
     C, sigma, B, lr = 1.0, 0.8, 16, 1e-2
-    gsm, dpo = fiber.opacus_dp_optimizer(model, torch.optim.Adam(model.parameters(), lr=lr), noise_multiplier=sigma, max_norm=C, expected_batch_size=B, random_state=torch.Generator().manual_seed(7))
+    gsm, dpo = fiber.opacus_dp_optimizer(
+        model,
+        torch.optim.Adam(model.parameters(), lr=lr),
+        noise_multiplier=sigma,
+        max_norm=C,
+        expected_batch_size=B,
+        random_state=torch.Generator().manual_seed(7),
+    )
     opt = fiber.make_optimizer("DP-AdamW", ours.parameters(), noise_std=sigma * C / B, lr=lr)
     gen = torch.Generator().manual_seed(7)
     for _ in range(4):
         fiber.opacus_step(gsm, dpo, x, y)
-        g = fiber.privatize(fiber.per_example_grads(ours, nn.functional.cross_entropy, x, y), max_norm=C, noise_multiplier=sigma, expected_batch_size=B, random_state=gen)
+        g = fiber.privatize(
+            fiber.per_example_grads(ours, nn.functional.cross_entropy, x, y),
+            max_norm=C,
+            noise_multiplier=sigma,
+            expected_batch_size=B,
+            random_state=gen,
+        )
         for k, p in ours.named_parameters():
             p.grad = g[k]
         opt.step()
@@ -342,7 +372,17 @@ def test_data_errors():
 
 def test_select_hyperparameters_picks_best_validation_config():
     data = fiber.validation_split(fiber.load_tabular("breast_cancer", random_state=0), random_state=0)
-    best, table = fiber.select_hyperparameters(data, ["DP-AdamW", "FIBER"], epsilon=4.0, delta=1e-5, lr_grid=[1e-3, 3e-2], eps_v_grid=[1e-4], random_state=1, epochs=1, batch_size=64)
+    best, table = fiber.select_hyperparameters(
+        data,
+        ["DP-AdamW", "FIBER"],
+        epsilon=4.0,
+        delta=1e-5,
+        lr_grid=[1e-3, 3e-2],
+        eps_v_grid=[1e-4],
+        random_state=1,
+        epochs=1,
+        batch_size=64,
+    )
     assert len(table) == 2 + 2  # DP-AdamW: lr only; FIBER: lr x eps_v
     for m, sub in table.groupby("method"):
         top = sub.sort_values(["val_acc", "val_loss"], ascending=[False, True]).iloc[0]

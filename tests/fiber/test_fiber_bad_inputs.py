@@ -221,7 +221,11 @@ def test_optimizer_hyperparameters(bad, beta):
 
 @covers("fiber.experiments.second_moment_bias")
 @FAST
-@given(mu=arrays(float, st.integers(1, 4), elements=st.sampled_from([0.0, 1.0, np.nan, np.inf])), bad=bad_reals, steps=st.integers(-2, 1))
+@given(
+    mu=arrays(float, st.integers(1, 4), elements=st.sampled_from([0.0, 1.0, np.nan, np.inf])),
+    bad=bad_reals,
+    steps=st.integers(-2, 1),
+)
 def test_second_moment_bias_bad_inputs(mu, bad, steps):
     if np.all(np.isfinite(mu)):
         mu = np.append(mu, np.nan)
@@ -298,15 +302,31 @@ def test_step_closures_and_opacus_wrappers(bad, toy):
     rejects(fiber.dp_step_fn, "FIBER", model, xb, y, noise_multiplier=1.0, match="NaN")
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     rejects(fiber.opacus_dp_optimizer, model, "sgd", noise_multiplier=1.0, max_norm=1.0, expected_batch_size=6)
-    rejects(fiber.opacus_dp_optimizer, model, opt, noise_multiplier=bad, max_norm=1.0, expected_batch_size=6, match="noise_multiplier")
-    rejects(fiber.opacus_dp_optimizer, model, opt, noise_multiplier=1.0, max_norm=1.0, expected_batch_size=0, match="expected_batch_size")
+    rejects(
+        fiber.opacus_dp_optimizer, model, opt, noise_multiplier=bad, max_norm=1.0, expected_batch_size=6, match="noise_multiplier"
+    )
+    rejects(
+        fiber.opacus_dp_optimizer,
+        model,
+        opt,
+        noise_multiplier=1.0,
+        max_norm=1.0,
+        expected_batch_size=0,
+        match="expected_batch_size",
+    )
     rejects(fiber.opacus_step, "gsm", "dpo", x, y)
 
 
 def test_opacus_step_bad_batch():
     model = fiber.make_mlp(4, 3, 2, random_state=0)
-    gsm, dpo = fiber.opacus_dp_optimizer(model, torch.optim.SGD(model.parameters(), lr=0.1), noise_multiplier=1.0, max_norm=1.0,
-                                         expected_batch_size=4, random_state=0)
+    gsm, dpo = fiber.opacus_dp_optimizer(
+        model,
+        torch.optim.SGD(model.parameters(), lr=0.1),
+        noise_multiplier=1.0,
+        max_norm=1.0,
+        expected_batch_size=4,
+        random_state=0,
+    )
     rejects(fiber.opacus_step, gsm, dpo, torch.zeros(4, 4), torch.zeros(3, dtype=torch.long))
     rejects(fiber.opacus_step, gsm, dpo, torch.full((4, 4), np.nan), torch.zeros(4, dtype=torch.long), match="NaN")
 
