@@ -10,6 +10,7 @@ import torch
 from peft.utils import merge_utils as pm
 
 from icml26 import mergeability as mg
+from icml26._common import seed_from, torch_generator
 
 SMALL = [("identity", "parity"), ("hflip", "digit"), ("invert", "mod3"), ("noise", "ge5")]
 
@@ -116,7 +117,7 @@ def test_dare_matches_direct_implementation_with_the_same_masks():
     tvs = _tvs(rng, SHAPES, 2)
     merged = mg.merge_dare(base, tvs, drop=0.9, random_state=7)
     flat = [torch.cat([tv[k].reshape(-1) for k in SHAPES]) for tv in tvs]
-    torch.manual_seed(mg.seed_from(7))
+    torch.manual_seed(seed_from(7))
     masks = [torch.bernoulli(torch.full_like(f, 0.1)) for f in flat]  # peft draws one mask per tensor, in order
     want = sum(0.5 * f * mk / 0.1 for f, mk in zip(flat, masks, strict=True))
     got = torch.cat([(merged[k] - base[k]).reshape(-1) for k in SHAPES])
@@ -345,7 +346,7 @@ def test_batched_folds_equal_single_fits():
     M = rng.normal(size=(len(pairs), 3))
     y = M[:, 0] - M[:, 2] + rng.normal(size=len(pairs))
     res = mg.loto_mergeability(M, y, pairs, lam=0.1, random_state=4)
-    gen = mg.torch_generator(4)
+    gen = torch_generator(4)
     init = torch.randn(5, 3, generator=gen, dtype=torch.float64) * 0.1
     for f in range(5):
         tr = np.array([f not in p for p in pairs])

@@ -14,9 +14,9 @@ from icml26 import mergeability as mg
 
 FAST = settings(max_examples=20, deadline=None, derandomize=True)
 
-exempt("mergeability.DigitTasks", "a frozen record built by make_digit_tasks, which checks its input")
-exempt("mergeability.FineTuned", "a record built by finetune_tasks, which checks its input")
-exempt("mergeability.LotoResult", "a record built by loto_mergeability, which checks its input")
+exempt("mergeability.tasks.DigitTasks", "a frozen record built by make_digit_tasks, which checks its input")
+exempt("mergeability.models.FineTuned", "a record built by finetune_tasks, which checks its input")
+exempt("mergeability.predictor.LotoResult", "a record built by loto_mergeability, which checks its input")
 
 BASE = {"w": torch.zeros(3, 2), "b": torch.zeros(3)}
 TV = {"w": torch.ones(3, 2), "b": torch.ones(3)}
@@ -38,8 +38,9 @@ def small():
     return tasks, base, ft
 
 
-@covers("mergeability.merge_weight_average", "mergeability.merge_task_arithmetic", "mergeability.merge_ties",
-        "mergeability.merge_dare", "mergeability.merge_tsv", "mergeability.merge_pair")
+@covers("mergeability.merges.merge_weight_average", "mergeability.merges.merge_task_arithmetic",
+        "mergeability.merges.merge_ties", "mergeability.merges.merge_dare", "mergeability.merges.merge_tsv",
+        "mergeability.merges.merge_pair")
 def test_merging_models_of_different_shapes():
     other = {"w": torch.ones(4, 2), "b": torch.ones(3)}
     for f in MERGES:
@@ -60,7 +61,7 @@ def test_merge_settings_out_of_range():
     rejects(mg.merge_weight_average, BASE, [TV, {"w": np.ones((3, 2)), "b": torch.ones(3)}], match="torch.Tensor")
 
 
-@covers("mergeability.fit_pearson_l1", "mergeability.loto_mergeability")
+@covers("mergeability.predictor.fit_pearson_l1", "mergeability.predictor.loto_mergeability")
 @FAST
 @given(st.floats(max_value=-1e-9, min_value=-1e6))
 def test_negative_l1_weight(lam):
@@ -84,7 +85,7 @@ def test_predictor_bad_data():
     rejects(mg.loto_mergeability, np.ones((3, 2)), np.arange(3.0), [(0, 1.5), (1, 2), (2, 3)], match="integer")
 
 
-@covers("mergeability.make_digit_tasks", "mergeability.task_pairs")
+@covers("mergeability.tasks.make_digit_tasks", "mergeability.tasks.task_pairs")
 def test_bad_tasks():
     rejects(mg.make_digit_tasks, [("blur", "digit"), ("identity", "digit")], match="transform 'blur'")
     rejects(mg.make_digit_tasks, [("identity", "prime"), ("identity", "digit")], match="label map 'prime'")
@@ -96,7 +97,7 @@ def test_bad_tasks():
     rejects(mg.task_pairs, 2.5, match="n_tasks")
 
 
-@covers("mergeability.pretrain_backbone", "mergeability.finetune_tasks")
+@covers("mergeability.models.pretrain_backbone", "mergeability.models.finetune_tasks")
 def test_bad_training_input(small):
     tasks, base, _ = small
     rejects(mg.pretrain_backbone, np.ones((5, 63)), np.zeros(5, int), match="shape")
@@ -108,7 +109,8 @@ def test_bad_training_input(small):
     rejects(mg.finetune_tasks, base, tasks, lr=0.0, match="lr")
 
 
-@covers("mergeability.score_pair_merges", "mergeability.pairwise_metrics", "mergeability.pairwise_metrics_loop")
+@covers("mergeability.merges.score_pair_merges", "mergeability.metrics.pairwise_metrics",
+        "mergeability.metrics.pairwise_metrics_loop")
 def test_bad_pairs_and_metric_settings(small):
     tasks, base, ft = small
     for f in (mg.score_pair_merges, mg.pairwise_metrics, mg.pairwise_metrics_loop):
@@ -126,7 +128,7 @@ def test_bad_pairs_and_metric_settings(small):
     rejects(mg.score_pair_merges, base, ft, tasks, [(0, 1)], ties={"trim": 0.2}, match="merge_ties")
 
 
-@covers("mergeability.gradient_sample_draws", "mergeability.gradient_weights")
+@covers("mergeability.metrics.gradient_sample_draws", "mergeability.metrics.gradient_weights")
 def test_bad_gradient_sample_settings():
     rejects(mg.gradient_sample_draws, 5, 6, match="exceeds")
     rejects(mg.gradient_sample_draws, 0, 1, match="n_available")
@@ -134,7 +136,7 @@ def test_bad_gradient_sample_settings():
     rejects(mg.gradient_weights, 10, 0, match="batch")
 
 
-@covers("mergeability.driver_agreement")
+@covers("mergeability.predictor.driver_agreement")
 def test_bad_coefficients():
     rejects(mg.driver_agreement, {"a": np.ones(3)}, match="at least two")
     rejects(mg.driver_agreement, {"a": np.ones(3), "b": np.ones(4)}, match="equal length")
@@ -142,8 +144,9 @@ def test_bad_coefficients():
     rejects(mg.driver_agreement, {"a": np.ones(3), "b": np.array([1, np.nan, 0])}, match="finite")
 
 
-@covers("mergeability.merge_weight_average", "mergeability.merge_task_arithmetic", "mergeability.merge_ties",
-        "mergeability.merge_dare", "mergeability.merge_tsv", "mergeability.merge_pair")
+@covers("mergeability.merges.merge_weight_average", "mergeability.merges.merge_task_arithmetic",
+        "mergeability.merges.merge_ties", "mergeability.merges.merge_dare", "mergeability.merges.merge_tsv",
+        "mergeability.merges.merge_pair")
 def test_non_finite_task_vectors_and_bases_are_rejected():
     # merge_ties used to return an all-NaN model for a NaN task vector
     for bad in (float("nan"), float("inf")):
@@ -163,7 +166,7 @@ def test_ties_density_that_keeps_nothing_and_density_one():
     assert torch.equal(m["b"], torch.full((3,), 1.5)) and torch.equal(m["w"], torch.full((3, 2), -3.0))
 
 
-@covers("mergeability.fit_pearson_l1", "mergeability.loto_mergeability")
+@covers("mergeability.predictor.fit_pearson_l1", "mergeability.predictor.loto_mergeability")
 def test_constant_targets_and_metrics_are_rejected_not_nan():
     X = np.random.default_rng(0).normal(size=(20, 3))
     rejects(mg.fit_pearson_l1, X, np.full(20, 0.7), match="y is constant.*Pearson")
@@ -174,7 +177,7 @@ def test_constant_targets_and_metrics_are_rejected_not_nan():
     rejects(mg.loto_mergeability, X[:15], np.full(15, 0.7), mg.task_pairs(6), match="y is constant.*holds out task")
 
 
-@covers("mergeability.sensitivity_fits")
+@covers("mergeability.sensitivity.sensitivity_fits")
 def test_bad_sensitivity_settings(small):
     tasks, base, ft = small
     pairs = mg.task_pairs(tasks.n_tasks)
