@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._common import RandomState, check_int, check_random_state, check_real, progress, seed_from
+from .._grpo import group_advantages
 from .assistant import ACTIONS, SymbolicAssistant, TokenCosts
 from .simulator import IntentSimulator
 
@@ -301,7 +302,8 @@ def response_type_advantages(returns, groups, eps: float = 1e-6) -> np.ndarray:
     groups : array_like of int, shape (E,)
         Group id of each episode (same simulated user).
     eps : float
-        Added to the group's standard deviation (population sd, ``ddof=0``).
+        Added to the group's standard deviation (population sd, ``ddof=0``; the authors'
+        TRL trainer uses the sample sd and 1e-4, see :func:`icml26._grpo.group_advantages`).
 
     Returns
     -------
@@ -314,11 +316,7 @@ def response_type_advantages(returns, groups, eps: float = 1e-6) -> np.ndarray:
     if not np.all(np.isfinite(r)):
         raise ValueError("returns must be finite")
     eps = check_real(eps, "eps", lo=0.0, lo_open=True)
-    adv = np.zeros_like(r)
-    for gid in np.unique(g):
-        m = g == gid
-        adv[m] = (r[m] - r[m].mean()) / (r[m].std() + eps)
-    return adv
+    return group_advantages(r, g, sd="population", eps=eps)
 
 
 def response_type_objective(logp, episode, advantages):

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from .._common import RandomState, check_int, check_random_state, check_real, seed_from
+from .._grpo import group_advantages
 from ._optim import _Adam
 from .road import SceneBatch, _check_batch
 
@@ -143,7 +144,7 @@ def grpo_loss(logp_new, logp_old, logp_ref, rewards, *, clip_eps: float = 0.2, b
 
     the KL term being the unbiased "k3" estimator used by GRPO. ``std`` is the sample
     standard deviation (torch's default, as in the open-r1 / VLM-R1 trainer the authors
-    build on).
+    build on), computed by :func:`icml26._grpo.group_advantages` with ``sd="sample"``.
 
     Parameters
     ----------
@@ -195,7 +196,7 @@ def _grpo_loss(logp_new, logp_old, logp_ref, rewards, *, clip_eps: float = 0.2, 
     if len({tuple(z.shape) for z in ts}) != 1 or ts[0].ndim != 2 or ts[0].shape[1] < 2:
         raise ValueError(f"logp_new, logp_old, logp_ref and rewards must share a shape (B, G) with G >= 2; got {[tuple(z.shape) for z in ts]}")
     new, old, ref, r = ts
-    adv = (r - r.mean(1, keepdim=True)) / (r.std(1, keepdim=True) + eps)
+    adv = group_advantages(r, sd="sample", eps=eps)  # the authors' trainer: torch's sample std, + 1e-4
     ratio = torch.exp(new - old.detach())
     surr = torch.minimum(ratio * adv, torch.clamp(ratio, 1 - clip_eps, 1 + clip_eps) * adv)
     kl = torch.exp(ref - new) - (ref - new) - 1
