@@ -347,6 +347,21 @@ def test_capacity_threshold_rejects_mismatched_lengths():
     assert B.capacity_threshold([4, 8, 16], [1.0, 1.0, 0.95]) == 16
 
 
+def test_tracked_distances_skip_repeated_states_bit_for_bit():
+    # a converged query's state repeats; its distances are reused, not recomputed, and must equal
+    # the distances of every state computed afresh, to the bit (energy and nearest pattern too)
+    mus, S = B.sample_commuting_gaussians(30, 4, random_state=3)
+    qm, qc = B.perturb_gaussians(mus[:7], S[:7], 0.7, random_state=4)
+    r = B.retrieve(qm, qc, mus, S, 3.0, max_iter=8, tol=1e-6, track_energy=True)
+    assert r.n_iter.min() < 8  # some queries froze, so some states were reused
+    T1, Q, d = r.path_means.shape
+    full = B.pairwise_bw_sq(r.path_means.reshape(T1 * Q, d), r.path_covs.reshape(T1 * Q, d, d), mus, S).reshape(T1, Q, -1)
+    assert np.array_equal(r.path_dist_sq, full)
+    assert np.array_equal(r.path_energy, B.energy(full.reshape(T1 * Q, -1), 3.0).reshape(T1, Q))
+    assert np.array_equal(np.argmin(r.path_dist_sq[-1], axis=1), B.nearest_pattern(r.means, r.covs, mus, S))
+    assert B.retrieve(qm, qc, mus, S, 3.0).path_dist_sq is None
+
+
 # ---------------------------------------------------------------- the chapter's experiment loops
 def test_stream_is_the_seeded_generator_of_its_key():
     assert np.array_equal(B.stream(3, 1).random(4), np.random.default_rng([3, 1]).random(4))

@@ -206,6 +206,10 @@ class RetrievalResult:
         States along the iteration (index 0 is the query); a converged query stays put.
     path_energy : array (T+1, Q) or None
         Energy :math:`E(\\xi_t)` along the iteration (with ``track_energy=True``).
+    path_dist_sq : array (T+1, Q, N) or None
+        :math:`W_2^2(X_i,\\xi_t)` to every stored pattern along the iteration, the distances
+        the energy is computed from (with ``track_energy=True``); ``argmin`` over the last
+        axis is :func:`nearest_pattern` of each state.
 
     References
     ----------
@@ -219,6 +223,7 @@ class RetrievalResult:
     path_means: np.ndarray
     path_covs: np.ndarray
     path_energy: np.ndarray | None
+    path_dist_sq: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         m, c = np.asarray(self.means), np.asarray(self.covs)
@@ -234,6 +239,8 @@ class RetrievalResult:
             )
         if self.path_energy is not None and np.shape(self.path_energy) != pm.shape[:2]:
             raise ValueError(f"path_energy must have shape {pm.shape[:2]}, got {np.shape(self.path_energy)}")
+        if self.path_dist_sq is not None and (np.ndim(self.path_dist_sq) != 3 or np.shape(self.path_dist_sq)[:2] != pm.shape[:2]):
+            raise ValueError(f"path_dist_sq must have shape {pm.shape[:2] + ('N',)}, got {np.shape(self.path_dist_sq)}")
 
 
 def retrieve(
@@ -268,7 +275,9 @@ def retrieve(
     tol : float >= 0
         Stop a query once :math:`W_2(\xi_t,\xi_{t+1})<` ``tol``.
     track_energy : bool
-        Also compute :math:`E(\xi_t)` at every state of the path (one more batched distance call).
+        Also compute :math:`E(\xi_t)` at every state of the path (one more batched distance call,
+        over the distinct states only: a converged query's repeated state is not recomputed), and
+        keep the distances as ``path_dist_sq``.
     validate : bool
         Check the inputs first.
 
@@ -297,23 +306,32 @@ def retrieve(
     active = np.ones(Q, dtype=bool)
     n_iter = np.zeros(Q, dtype=int)
     pm, pc = [m.copy()], [Om.copy()]
+    moved_at = [np.ones(Q, dtype=bool)]  # which states differ from the step before (all at t = 0)
     for _ in range(int(max_iter)):
         idx = np.flatnonzero(active)
+        upd = np.zeros(Q, dtype=bool)
         if idx.size:
             mn, On, _, _ = phi_step(m[idx], Om[idx], mus, Sigmas, beta, validate=False)
             moved = bures_wasserstein_distance(m[idx], Om[idx], mn, On, validate=False)
             m[idx], Om[idx] = mn, On
             n_iter[idx] += 1
             active[idx[moved < tol]] = False
+            upd[idx] = True
         pm.append(m.copy())
         pc.append(Om.copy())
+        moved_at.append(upd)
     path_m, path_c = np.stack(pm), np.stack(pc)  # (T+1, Q, d), (T+1, Q, d, d)
-    path_e = None
+    path_e = path_ds = None
     if track_energy:
         T1 = path_m.shape[0]
-        ds = pairwise_bw_sq(path_m.reshape(T1 * Q, d), path_c.reshape(T1 * Q, d, d), mus, Sigmas, validate=False)
-        path_e = energy(ds, beta).reshape(T1, Q)
-    return RetrievalResult(m, Om, n_iter, path_m, path_c, path_e)
+        new = np.stack(moved_at)  # (T+1, Q): a frozen query's state repeats its last one exactly
+        ds_new = pairwise_bw_sq(path_m[new], path_c[new], mus, Sigmas, validate=False)  # (distinct states, N)
+        row = np.full((T1, Q), -1)
+        row[new] = np.arange(ds_new.shape[0])
+        row = np.maximum.accumulate(row, axis=0)  # the row of the latest distinct state of each query
+        path_ds = ds_new[row]  # (T+1, Q, N)
+        path_e = energy(path_ds.reshape(T1 * Q, -1), beta).reshape(T1, Q)
+    return RetrievalResult(m, Om, n_iter, path_m, path_c, path_e, path_ds)
 
 
 def nearest_pattern(means, covs, mus, Sigmas, *, validate: bool = True) -> np.ndarray:

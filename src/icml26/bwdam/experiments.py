@@ -28,7 +28,7 @@ from .data import (
     sample_covariance_queries,
     sample_shared_mean_gaussians,
 )
-from .dynamics import nearest_pattern, retrieve
+from .dynamics import retrieve
 from .evaluation import retrieval_success
 from .geometry import bures_wasserstein_distance
 
@@ -92,8 +92,9 @@ def retrieval_dynamics(
                 res = retrieve(qm, qc, mus, S, beta, max_iter=max_iter, tol=tol, track_energy=True)
                 err = bures_wasserstein_distance(res.path_means, res.path_covs, mus[tgt], S[tgt], validate=False)  # (T+1, Q)
                 energy_ok.append(_energy_never_rises(res.path_energy))
-                first = nearest_pattern(res.path_means[1], res.path_covs[1], mus, S, validate=False) == tgt
-                final = nearest_pattern(res.means, res.covs, mus, S, validate=False) == tgt
+                # nearest pattern after one step and at the end, from the distances the energy used
+                first = np.argmin(res.path_dist_sq[1], axis=1) == tgt
+                final = np.argmin(res.path_dist_sq[-1], axis=1) == tgt
                 paths[(s, rname, beta)] = err.mean(1)
                 rows.append(
                     {
