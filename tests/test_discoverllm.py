@@ -155,8 +155,11 @@ def test_satisfied_nodes_are_skipped_and_awareness_never_drops():
 
 
 def _state(sim):
-    return [(n.dim, n.path, n.aware, n.satisfied, None if n.thresholds is None else tuple(n.thresholds))
-            for r in sim.roots for n in r.walk()]
+    return [
+        (n.dim, n.path, n.aware, n.satisfied, None if n.thresholds is None else tuple(n.thresholds))
+        for r in sim.roots
+        for n in r.walk()
+    ]
 
 
 def test_replay_one_episode_twice_step_by_step():
@@ -264,8 +267,11 @@ def test_assistant_rules_out_shown_values():
 
 
 def test_render_parse_round_trip():
-    for m in [Message("artifact", ({"subject": (1, 2), "tone": (0,)}, {"subject": (3, 0)}), 0),
-              Message("question", ({"setting": (2,)},), 0), Message("question", ({"tone": ()},), 0)]:
+    for m in [
+        Message("artifact", ({"subject": (1, 2), "tone": (0,)}, {"subject": (3, 0)}), 0),
+        Message("question", ({"setting": (2,)},), 0),
+        Message("question", ({"tone": ()},), 0),
+    ]:
         text = D.render_message(m)
         back = D.parse_message(text, TASK.dims)
         assert back.kind == m.kind and back.options == m.options and back.tokens == D.count_tokens(text)
@@ -378,14 +384,25 @@ def test_summarize_episodes_on_hand_built_episodes():
     e1 = D.Episode(actions=[3, 2], rewards=[0.5, 0.25], tokens=300, discover=1.0, satisfy=0.5, turns=2)
     e2 = D.Episode(actions=[1, 4], rewards=[0.0, -0.1], tokens=100, discover=0.5, satisfy=0.0, turns=2)
     su = D.summarize_episodes([e1, e2])
-    assert su == pytest.approx({"Discover": 0.75, "Satisfy": 0.25, "#Tok": 200, "turns": 2, "return": 0.325,
-                                "first k>=2": 0.5, "last k>=2": 0.5, "last k=1": 0.5})
+    assert su == pytest.approx(
+        {
+            "Discover": 0.75,
+            "Satisfy": 0.25,
+            "#Tok": 200,
+            "turns": 2,
+            "return": 0.325,
+            "first k>=2": 0.5,
+            "last k>=2": 0.5,
+            "last k=1": 0.5,
+        }
+    )
 
 
 def test_train_and_evaluate_plays_the_greedy_policy():
     users, states = [1, 2], [11, 12]
-    pol, eps = D.train_and_evaluate(TASK, iterations=2, groups=2, group_size=2, sim_seeds=users, random_states=states,
-                                    random_state=0)
+    pol, eps = D.train_and_evaluate(
+        TASK, iterations=2, groups=2, group_size=2, sim_seeds=users, random_states=states, random_state=0
+    )
     ref = D.run_episodes(TASK, pol.greedy(), sim_seeds=users, random_states=states)
     assert [e.actions for e in eps] == [e.actions for e in ref]
 

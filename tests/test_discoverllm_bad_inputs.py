@@ -72,8 +72,12 @@ def test_simulator_bad_construction():
     rejects(D.IntentSimulator, ("a",), random_state="x", match="random_state")
 
 
-@covers("discoverllm.simulator.hierarchy_score", "discoverllm.simulator.chain_hierarchy", "discoverllm.simulator.path_label",
-        "discoverllm.simulator.IntentNode")
+@covers(
+    "discoverllm.simulator.hierarchy_score",
+    "discoverllm.simulator.chain_hierarchy",
+    "discoverllm.simulator.path_label",
+    "discoverllm.simulator.IntentNode",
+)
 def test_tree_helpers():
     rejects(D.hierarchy_score, [IntentNode("a", ())], "happiness", match="attr='happiness'")
     rejects(D.chain_hierarchy, "a", ("x",), match="index")
@@ -103,8 +107,12 @@ def test_assistant_bad_actions():
     rejects(D.SymbolicAssistant, TASK.dims, 0, 4, match="depth")
 
 
-@covers("discoverllm.policy.ResponseTypePolicy", "discoverllm.policy.run_episode", "discoverllm.policy.run_episodes",
-        "discoverllm.policy.train_response_policy")
+@covers(
+    "discoverllm.policy.ResponseTypePolicy",
+    "discoverllm.policy.run_episode",
+    "discoverllm.policy.run_episodes",
+    "discoverllm.policy.train_response_policy",
+)
 def test_policy_and_rollout_bad_inputs():
     p = D.ResponseTypePolicy(TASK.n_features, random_state=0)
     rejects(p.probs, np.zeros((2, 3)), match="shape")
@@ -144,8 +152,7 @@ def test_adapter_bad_inputs():
 # ----------------------------------------------------------------------------- silent answers (issue 22)
 
 
-@covers("discoverllm.adapter.parse_message", "discoverllm.assistant.SymbolicAssistant",
-        "discoverllm.adapter.scripted_responder")
+@covers("discoverllm.adapter.parse_message", "discoverllm.assistant.SymbolicAssistant", "discoverllm.adapter.scripted_responder")
 def test_a_single_string_of_dims_is_not_read_letter_by_letter():
     # parse_message(text, "subject") used to report the dimensions as the letters s, u, b, ...
     rejects(D.parse_message, "What subject do you have in mind?", "subject", match="single string")
@@ -180,16 +187,21 @@ def test_run_episodes_needs_at_least_one_conversation():
     rejects(D.run_episodes, TASK, None, sim_seeds=[1.5], random_states=[0], match="sim_seeds entry")
 
 
-@covers("discoverllm.policy.summarize_episodes", "discoverllm.policy.turn_action_rewards",
-        "discoverllm.policy.train_and_evaluate", "discoverllm.policy.train_response_policy",
-        "discoverllm.simulator.IntentSimulator")
+@covers(
+    "discoverllm.policy.summarize_episodes",
+    "discoverllm.policy.turn_action_rewards",
+    "discoverllm.policy.train_and_evaluate",
+    "discoverllm.policy.train_response_policy",
+    "discoverllm.simulator.IntentSimulator",
+)
 def test_authors_setting_helpers_bad_inputs():
     rejects(D.summarize_episodes, [], match="eps is empty")
     rejects(D.summarize_episodes, "ab", match="sequence of Episode")
     rejects(D.summarize_episodes, [1, 2], match="Episode objects")
     rejects(D.turn_action_rewards, TASK, None, sim_seeds="12", random_states=[1, 2], match="sequence")
     rejects(D.turn_action_rewards, TASK, None, sim_seeds=[1], random_states=[1, 2], match="same length")
-    rejects(D.train_and_evaluate, TASK, iterations=0, groups=1, group_size=2, sim_seeds=[1], random_states=[1],
-            match="iterations")
+    rejects(
+        D.train_and_evaluate, TASK, iterations=0, groups=1, group_size=2, sim_seeds=[1], random_states=[1], match="iterations"
+    )
     rejects(D.train_response_policy, TASK, iterations=1, reward="episode", match="reward='episode'")
     rejects(D.IntentSimulator, ("a",), awareness="max", match="awareness='max'")

@@ -141,9 +141,7 @@ def _brute_lin(s1, s2, Bt, gamma):
 
 def _brute_nl(s1, s2, Bt, gamma, gamma_l):
     i1, i2 = lg.encode_indices(s1), lg.encode_indices(s2)
-    return np.array(
-        [[np.prod([np.exp(gamma * gamma_l[l] * Bt[a[l], b[l]]) for l in range(len(a))]) for b in i2] for a in i1]
-    )
+    return np.array([[np.prod([np.exp(gamma * gamma_l[l] * Bt[a[l], b[l]]) for l in range(len(a))]) for b in i2] for a in i1])
 
 
 def _brute_tanimoto(s1, s2):
@@ -408,7 +406,12 @@ def test_load_landscape_roundtrip_and_errors(tmp_path):
 def test_learning_curve_table():
     df = lg.learning_curve(
         {"b": lambda s: lg.make_landscape(40, length=L, max_mutations=3, random_state=s)},
-        ["linear", "lock-lin"], [8, 16], n_test=20, n_reps=1, max_iter=10, progress=False,
+        ["linear", "lock-lin"],
+        [8, 16],
+        n_test=20,
+        n_reps=1,
+        max_iter=10,
+        progress=False,
     )
     assert len(df) == 4 and set(df.columns) >= {"spearman", "pearson", "mae", "nll", "model", "n_train"}
     assert df[["spearman", "pearson", "mae", "nll"]].notna().all().all()

@@ -65,8 +65,11 @@ def test_blosum50_rejects_unknown_repeated_or_non_string_alphabets(tok, junk):
     rejects(lg.blosum50, junk, match="alphabet")
 
 
-@covers("lockgp.substitution.normalize_substitution_matrix", "lockgp.substitution.correlation_matrix",
-        "lockgp.substitution.blosum_embedding")
+@covers(
+    "lockgp.substitution.normalize_substitution_matrix",
+    "lockgp.substitution.correlation_matrix",
+    "lockgp.substitution.blosum_embedding",
+)
 @FAST
 @given(M=bad_matrices(), target=st.sampled_from([0.0, -0.25, np.nan, np.inf]), gamma=bad_floats)
 def test_matrix_functions_reject_bad_matrices_and_parameters(M, target, gamma):
@@ -85,8 +88,9 @@ def test_matrix_functions_reject_bad_matrices_and_parameters(M, target, gamma):
 
 @covers("lockgp.encoding.encode_indices", "lockgp.encoding.encode_one_hot")
 @FAST
-@given(tok=bad_tokens, cut=st.integers(0, 4), junk=st.sampled_from([3, None, b"ACD", 2.5]),
-       length=st.sampled_from([0, -2, 2.5, "5"]))
+@given(
+    tok=bad_tokens, cut=st.integers(0, 4), junk=st.sampled_from([3, None, b"ACD", 2.5]), length=st.sampled_from([0, -2, 2.5, "5"])
+)
 def test_encoders_reject_bad_sequences(tok, cut, junk, length):
     for fn in (lg.encode_indices, lg.encode_one_hot):
         rejects(fn, ["ACDEF", "AC" + tok + "EF"], match="unknown token")
@@ -102,8 +106,13 @@ def test_encoders_reject_bad_sequences(tok, cut, junk, length):
 # ----------------------------------------------------------------------------- kernels
 
 
-@covers("lockgp.kernels.LinearGlobalKernel", "lockgp.kernels.NonlinearLocalKernel", "lockgp.kernels.TanimotoBlosumKernel",
-        "lockgp.kernels.build_lock_kernel", "lockgp.kernels.FastHammingIMQKernel")
+@covers(
+    "lockgp.kernels.LinearGlobalKernel",
+    "lockgp.kernels.NonlinearLocalKernel",
+    "lockgp.kernels.TanimotoBlosumKernel",
+    "lockgp.kernels.build_lock_kernel",
+    "lockgp.kernels.FastHammingIMQKernel",
+)
 @FAST
 @given(L=bad_sizes, junk=not_numbers, extra=st.integers(1, 20))
 def test_kernels_reject_bad_lengths_and_wrong_input_widths(L, junk, extra):
@@ -152,8 +161,11 @@ def test_gp_model_and_fit_reject_bad_data(bad, n, max_iter):
 
 @covers("lockgp.models.GPRegressor")
 @FAST
-@given(bad=st.sampled_from([np.nan, np.inf]), kernel=st.sampled_from(["rbf", "", None]),
-       X=st.sampled_from(["ACDEF", None, 3.0, np.zeros((4, 5)), np.zeros((4, 5, 20))]))
+@given(
+    bad=st.sampled_from([np.nan, np.inf]),
+    kernel=st.sampled_from(["rbf", "", None]),
+    X=st.sampled_from(["ACDEF", None, 3.0, np.zeros((4, 5)), np.zeros((4, 5, 20))]),
+)
 def test_regressor_rejects_bad_training_data_and_use_before_fit(bad, kernel, X):
     rejects(lg.GPRegressor(kernel).fit, SEQS, Y, match="unknown kernel")
     yb = Y.copy()
@@ -206,8 +218,9 @@ def test_landscape_rejects_mismatched_nonfinite_or_non_string_data(bad, n):
 
 @covers("lockgp.landscapes.make_landscape")
 @FAST
-@given(n=st.integers(-3, 1), kind=st.sampled_from(["random", "", "BLOSUM"]), bad=bad_floats,
-       junk=not_numbers, mm=st.integers(25, 40))
+@given(
+    n=st.integers(-3, 1), kind=st.sampled_from(["random", "", "BLOSUM"]), bad=bad_floats, junk=not_numbers, mm=st.integers(25, 40)
+)
 def test_make_landscape_rejects_bad_sizes_rates_and_seeds(n, kind, bad, junk, mm):
     rejects(lg.make_landscape, n, match="n_variants")
     rejects(lg.make_landscape, 20, kind=kind, match="kind")
@@ -222,9 +235,19 @@ def test_make_landscape_rejects_bad_sizes_rates_and_seeds(n, kind, bad, junk, mm
 
 @covers("lockgp.landscapes.load_landscape")
 @FAST
-@given(text=st.sampled_from(["sequence,fitness\nACDE,1\nACD,2\n", "sequence,fitness\nACDE,1\nACDF,x\n",
-                             "sequence,score\nACDE,1\n", "sequence,fitness\nACDB,1\n", "", "sequence,fitness\n"]),
-       junk=st.sampled_from([3, None, 2.5]))
+@given(
+    text=st.sampled_from(
+        [
+            "sequence,fitness\nACDE,1\nACD,2\n",
+            "sequence,fitness\nACDE,1\nACDF,x\n",
+            "sequence,score\nACDE,1\n",
+            "sequence,fitness\nACDB,1\n",
+            "",
+            "sequence,fitness\n",
+        ]
+    ),
+    junk=st.sampled_from([3, None, 2.5]),
+)
 def test_load_landscape_rejects_bad_files(text, junk):
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "land.csv"
@@ -235,8 +258,12 @@ def test_load_landscape_rejects_bad_files(text, junk):
 
 @covers("lockgp.evaluation.learning_curve")
 @FAST
-@given(sizes=st.sampled_from([[], [1], [0, 8], [-4], "8", 8]), n=bad_sizes,
-       models=st.sampled_from([["rbf"], [], "lock", ["lock", "x"]]), junk=not_numbers)
+@given(
+    sizes=st.sampled_from([[], [1], [0, 8], [-4], "8", 8]),
+    n=bad_sizes,
+    models=st.sampled_from([["rbf"], [], "lock", ["lock", "x"]]),
+    junk=not_numbers,
+)
 def test_learning_curve_rejects_bad_design(sizes, n, models, junk):
     lands = {"b": lambda s: lg.make_landscape(30, length=5, max_mutations=2, random_state=s)}
     kw = dict(n_test=10, n_reps=1, max_iter=5, progress=False)

@@ -160,8 +160,10 @@ def test_tsv_of_orthogonal_low_rank_updates_is_their_sum():
     d1 = Q1[:, :3] @ np.diag([3.0, 1.0, 0.7]) @ Q2[:, :3].T  # rank k = min(8, 6) // 2 = 3 each
     d2 = Q1[:, 3:6] @ np.diag([2.0, 0.5, 0.2]) @ Q2[:, 3:6].T
     base = {"w": torch.zeros(8, 6, dtype=torch.float64), "b": torch.zeros(8, dtype=torch.float64)}
-    tvs = [{"w": torch.from_numpy(d1), "b": torch.ones(8, dtype=torch.float64)},
-           {"w": torch.from_numpy(d2), "b": 3 * torch.ones(8, dtype=torch.float64)}]
+    tvs = [
+        {"w": torch.from_numpy(d1), "b": torch.ones(8, dtype=torch.float64)},
+        {"w": torch.from_numpy(d2), "b": 3 * torch.ones(8, dtype=torch.float64)},
+    ]
     m = mg.merge_tsv(base, tvs)
     np.testing.assert_allclose(m["w"].numpy(), d1 + d2, atol=1e-10)
     np.testing.assert_allclose(m["b"].numpy(), 2.0, atol=1e-12)
@@ -248,8 +250,7 @@ def test_gradient_metrics_equal_a_direct_computation(setup4, batch):
     assert col["encoder_gradient_dot_product"] == pytest.approx(float(ga @ gb), rel=1e-10)
     # the authors' draws: the two tasks of a pair see different base images; the earlier version, the same
     assert fa.tolist() != fb.tolist()
-    M0 = mg.pairwise_metrics(base, ft, tasks, [(1, 3)], n_grad=n, n_act=5, subspace_k=4, sv_k=8,
-                             grad_samples="first-train")
+    M0 = mg.pairwise_metrics(base, ft, tasks, [(1, 3)], n_grad=n, n_act=5, subspace_k=4, sv_k=8, grad_samples="first-train")
     g0a, _ = _direct_gradients(base, ft, tasks, 1, tasks.X_train[1, :n], tasks.y_train[1, :n], None)
     g0b, _ = _direct_gradients(base, ft, tasks, 3, tasks.X_train[3, :n], tasks.y_train[3, :n], None)
     assert M0[0, mg.METRIC_NAMES.index("encoder_gradient_l2_distance")] == pytest.approx(float((g0a - g0b).norm()), rel=1e-10)
@@ -276,20 +277,32 @@ def test_identical_models_have_maximal_overlap(setup4):
     tasks, base, ft = setup4
     twin = mg.FineTuned(
         params={k: torch.stack([v[0], v[0]]) for k, v in ft.params.items()},
-        head_weight=torch.stack([ft.head_weight[0]] * 2), head_bias=torch.stack([ft.head_bias[0]] * 2),
-        test_accuracy=ft.test_accuracy[:2], val_accuracy=ft.val_accuracy[:2],
+        head_weight=torch.stack([ft.head_weight[0]] * 2),
+        head_bias=torch.stack([ft.head_bias[0]] * 2),
+        test_accuracy=ft.test_accuracy[:2],
+        val_accuracy=ft.val_accuracy[:2],
     )
     two = mg.make_digit_tasks(SMALL[:1] + [("hflip", "parity")], random_state=1)
     # the same model evaluated on the same task data: make both tasks' data the first task's
-    same = mg.DigitTasks(names=("a", "b"), n_classes=np.array([2, 2]), X_pretrain=two.X_pretrain, y_pretrain=two.y_pretrain,
-                         **{f"{v}_{s}": np.stack([getattr(two, f"{v}_{s}")[0]] * 2) for v in "Xy" for s in ("train", "val", "test")})
+    same = mg.DigitTasks(
+        names=("a", "b"),
+        n_classes=np.array([2, 2]),
+        X_pretrain=two.X_pretrain,
+        y_pretrain=two.y_pretrain,
+        **{f"{v}_{s}": np.stack([getattr(two, f"{v}_{s}")[0]] * 2) for v in "Xy" for s in ("train", "val", "test")},
+    )
     # on the same samples (the earlier first-train choice); the authors' draws give the two sides different samples
-    col = dict(zip(mg.METRIC_NAMES, mg.pairwise_metrics(base, twin, same, [(0, 1)], grad_samples="first-train")[0],
-                   strict=True))
+    col = dict(zip(mg.METRIC_NAMES, mg.pairwise_metrics(base, twin, same, [(0, 1)], grad_samples="first-train")[0], strict=True))
     drawn = dict(zip(mg.METRIC_NAMES, mg.pairwise_metrics(base, twin, same, [(0, 1)])[0], strict=True))
     assert drawn["encoder_gradient_l2_distance"] > 1e-3 and drawn["task_vector_l2_distance"] == col["task_vector_l2_distance"]
-    for n in ("task_vector_cosine_similarity", "right_subspace_overlap_top_k", "interaction_matrix_overlap_top_k",
-              "encoder_gradient_cosine_similarity", "input_gradient_cosine_similarity", "activation_cosine_similarity"):
+    for n in (
+        "task_vector_cosine_similarity",
+        "right_subspace_overlap_top_k",
+        "interaction_matrix_overlap_top_k",
+        "encoder_gradient_cosine_similarity",
+        "input_gradient_cosine_similarity",
+        "activation_cosine_similarity",
+    ):
         assert math.isclose(col[n], 1.0, rel_tol=1e-9), n
     for n in ("task_vector_l2_distance", "encoder_gradient_l2_distance", "input_gradient_l2_distance"):
         assert abs(col[n]) < 1e-6, n
@@ -427,11 +440,20 @@ def test_score_pair_merges(setup4):
     fixed = mg.score_pair_merges(base, ft, tasks, pairs, methods=["arithmetic"], alphas=[0.3])
     assert fixed["arithmetic"]["alpha"].tolist() == [0.3, 0.3]
     # a "merge" of a model with itself by weight averaging is the model: normalised accuracy 1
-    self_pair = mg.FineTuned(params={k: torch.stack([v[0], v[0]]) for k, v in ft.params.items()},
-                             head_weight=torch.stack([ft.head_weight[0]] * 2), head_bias=torch.stack([ft.head_bias[0]] * 2),
-                             test_accuracy=np.repeat(ft.test_accuracy[0], 2), val_accuracy=np.repeat(ft.val_accuracy[0], 2))
-    same = mg.DigitTasks(names=("a", "b"), n_classes=np.array([2, 2]), X_pretrain=tasks.X_pretrain, y_pretrain=tasks.y_pretrain,
-                         **{f"{v}_{s}": np.stack([getattr(tasks, f"{v}_{s}")[0]] * 2) for v in "Xy" for s in ("train", "val", "test")})
+    self_pair = mg.FineTuned(
+        params={k: torch.stack([v[0], v[0]]) for k, v in ft.params.items()},
+        head_weight=torch.stack([ft.head_weight[0]] * 2),
+        head_bias=torch.stack([ft.head_bias[0]] * 2),
+        test_accuracy=np.repeat(ft.test_accuracy[0], 2),
+        val_accuracy=np.repeat(ft.val_accuracy[0], 2),
+    )
+    same = mg.DigitTasks(
+        names=("a", "b"),
+        n_classes=np.array([2, 2]),
+        X_pretrain=tasks.X_pretrain,
+        y_pretrain=tasks.y_pretrain,
+        **{f"{v}_{s}": np.stack([getattr(tasks, f"{v}_{s}")[0]] * 2) for v in "Xy" for s in ("train", "val", "test")},
+    )
     r = mg.score_pair_merges(base, self_pair, same, [(0, 1)], methods=["weight_avg", "tsv"])
     assert r["weight_avg"]["normalised"][0] == pytest.approx(1.0)
 
@@ -443,8 +465,19 @@ def test_sensitivity_fits_are_the_direct_calls(setup4):
     merged = mg.score_pair_merges(base, ft, tasks, pairs, alphas=[0.3], random_state=0)
     M = mg.pairwise_metrics(base, ft, tasks, pairs, **kw)
     fit = dict(max_steps=50, patience=10, tol=1e-5)
-    out = mg.sensitivity_fits(base, ft, tasks, pairs, M, merged, grad_variants={"before": dict(grad_samples="first-train")},
-                              metric_kw=kw, lam=0.5, fit=fit, random_state=3)
+    out = mg.sensitivity_fits(
+        base,
+        ft,
+        tasks,
+        pairs,
+        M,
+        merged,
+        grad_variants={"before": dict(grad_samples="first-train")},
+        metric_kw=kw,
+        lam=0.5,
+        fit=fit,
+        random_state=3,
+    )
     Mb = mg.pairwise_metrics(base, ft, tasks, pairs, **kw, grad_samples="first-train")
     np.testing.assert_array_equal(out["grad"]["before"]["M"], Mb)
     # only the six gradient columns differ from the primary metrics

@@ -32,15 +32,22 @@ MERGES = [
 
 @pytest.fixture(scope="module")
 def small():
-    tasks = mg.make_digit_tasks([("identity", "parity"), ("hflip", "digit"), ("invert", "mod3"), ("noise", "ge5")], random_state=0)
+    tasks = mg.make_digit_tasks(
+        [("identity", "parity"), ("hflip", "digit"), ("invert", "mod3"), ("noise", "ge5")], random_state=0
+    )
     base = mg.pretrain_backbone(tasks.X_pretrain, tasks.y_pretrain, hidden=8, epochs=1, random_state=0)
     ft = mg.finetune_tasks(base, tasks, epochs=1, random_state=0)
     return tasks, base, ft
 
 
-@covers("mergeability.merges.merge_weight_average", "mergeability.merges.merge_task_arithmetic",
-        "mergeability.merges.merge_ties", "mergeability.merges.merge_dare", "mergeability.merges.merge_tsv",
-        "mergeability.merges.merge_pair")
+@covers(
+    "mergeability.merges.merge_weight_average",
+    "mergeability.merges.merge_task_arithmetic",
+    "mergeability.merges.merge_ties",
+    "mergeability.merges.merge_dare",
+    "mergeability.merges.merge_tsv",
+    "mergeability.merges.merge_pair",
+)
 def test_merging_models_of_different_shapes():
     other = {"w": torch.ones(4, 2), "b": torch.ones(3)}
     for f in MERGES:
@@ -109,8 +116,9 @@ def test_bad_training_input(small):
     rejects(mg.finetune_tasks, base, tasks, lr=0.0, match="lr")
 
 
-@covers("mergeability.merges.score_pair_merges", "mergeability.metrics.pairwise_metrics",
-        "mergeability.metrics.pairwise_metrics_loop")
+@covers(
+    "mergeability.merges.score_pair_merges", "mergeability.metrics.pairwise_metrics", "mergeability.metrics.pairwise_metrics_loop"
+)
 def test_bad_pairs_and_metric_settings(small):
     tasks, base, ft = small
     for f in (mg.score_pair_merges, mg.pairwise_metrics, mg.pairwise_metrics_loop):
@@ -144,9 +152,14 @@ def test_bad_coefficients():
     rejects(mg.driver_agreement, {"a": np.ones(3), "b": np.array([1, np.nan, 0])}, match="finite")
 
 
-@covers("mergeability.merges.merge_weight_average", "mergeability.merges.merge_task_arithmetic",
-        "mergeability.merges.merge_ties", "mergeability.merges.merge_dare", "mergeability.merges.merge_tsv",
-        "mergeability.merges.merge_pair")
+@covers(
+    "mergeability.merges.merge_weight_average",
+    "mergeability.merges.merge_task_arithmetic",
+    "mergeability.merges.merge_ties",
+    "mergeability.merges.merge_dare",
+    "mergeability.merges.merge_tsv",
+    "mergeability.merges.merge_pair",
+)
 def test_non_finite_task_vectors_and_bases_are_rejected():
     # merge_ties used to return an all-NaN model for a NaN task vector
     for bad in (float("nan"), float("inf")):
@@ -182,7 +195,18 @@ def test_bad_sensitivity_settings(small):
     tasks, base, ft = small
     pairs = mg.task_pairs(tasks.n_tasks)
     M = np.zeros((len(pairs), len(mg.METRIC_NAMES)))
-    rejects(mg.sensitivity_fits, base, ft, tasks, pairs, M, {"ties": {}}, grad_variants={}, metric_kw={},
-            match="every merge method")
-    rejects(mg.sensitivity_fits, base, ft, tasks, pairs, M, {m: {} for m in mg.MERGE_METHODS}, grad_variants=[],
-            metric_kw={}, match="grad_variants")
+    rejects(
+        mg.sensitivity_fits, base, ft, tasks, pairs, M, {"ties": {}}, grad_variants={}, metric_kw={}, match="every merge method"
+    )
+    rejects(
+        mg.sensitivity_fits,
+        base,
+        ft,
+        tasks,
+        pairs,
+        M,
+        {m: {} for m in mg.MERGE_METHODS},
+        grad_variants=[],
+        metric_kw={},
+        match="grad_variants",
+    )

@@ -274,8 +274,13 @@ def test_a_car_ahead_in_a_single_lane_can_be_made_to_collide():
 
 
 def test_graded_rewards_rules():
-    r = sd.graded_rewards(np.array([0.0, 0.0, 1.0, 5.0, 0.0]), np.array([10, 10, 41, 41, 10]),
-                          np.array([41, 5, 41, 41, 41]), np.array([False, False, False, False, True]), 40)
+    r = sd.graded_rewards(
+        np.array([0.0, 0.0, 1.0, 5.0, 0.0]),
+        np.array([10, 10, 41, 41, 10]),
+        np.array([41, 5, 41, 41, 41]),
+        np.array([False, False, False, False, True]),
+        40,
+    )
     assert r.tolist() == [1.0, 0.5, 0.5, 0.0, 0.0]  # hitting someone else first: only a near miss
 
 
@@ -305,7 +310,7 @@ def _stopped_car_ahead_after(b, adv_traj, t, gap=8.0):
     ``gap`` m ahead of the ego's logged position at ``t + 1``, in the ego's lane."""
     out = adv_traj.copy()
     ego = b.states[:, t + 1, 0]
-    out[:, t + 1:] = np.stack([ego[:, 0] + gap, ego[:, 1], np.zeros(len(ego)), np.zeros(len(ego))], -1)[:, None]
+    out[:, t + 1 :] = np.stack([ego[:, 0] + gap, ego[:, 1], np.zeros(len(ego)), np.zeros(len(ego))], -1)[:, None]
     return out
 
 
@@ -325,7 +330,7 @@ def test_receding_evasion_uses_nothing_after_the_replanning_step():
     nxt = (t // n + 1) * n  # controls up to here were planned at steps <= t
     assert np.array_equal(e0[:, : t + 1], e1[:, : t + 1])
     assert np.array_equal(e0[:, : nxt + 1], e1[:, : nxt + 1])
-    assert np.abs(e0[:, nxt + 1:] - e1[:, nxt + 1:]).reshape(3, -1).max(1).min() > 1e-3  # every scene reacts to it
+    assert np.abs(e0[:, nxt + 1 :] - e1[:, nxt + 1 :]).reshape(3, -1).max(1).min() > 1e-3  # every scene reacts to it
     o0 = sd.evade_ego(b, idx, adv, at, iters=15)
     o1 = sd.evade_ego(b, idx, adv, pert, iters=15)
     assert np.abs(o0[:, : t + 1] - o1[:, : t + 1]).max() > 1e-3  # open loop: the future leaks into the past
@@ -344,8 +349,9 @@ def test_receding_evasion_brakes_for_a_car_that_stops_ahead():
     ego = sd.evade_ego_receding(b, np.array([0]), np.array([1]), lead[None], iters=40, replan_iters=20)[0]
     gap = lambda e: (lead[:, 0] - e[:, 0]).min()  # noqa: E731
     assert gap(ego) > gap(b.states[0, :, 0]) + 1.0
-    assert np.array_equal(ego[:11], sd.evade_ego_receding(b, np.array([0]), np.array([1]), b.states[:, :, 1], iters=40,
-                                                           replan_iters=20)[0, :11])  # nothing seen before step 10
+    assert np.array_equal(
+        ego[:11], sd.evade_ego_receding(b, np.array([0]), np.array([1]), b.states[:, :, 1], iters=40, replan_iters=20)[0, :11]
+    )  # nothing seen before step 10
 
 
 def test_constant_velocity_prediction_is_the_bicycle_with_zero_controls():
@@ -366,8 +372,8 @@ def test_scan_rollout_equals_the_step_loop_with_the_speed_floor():
     a, b = sd._rollout_torch(s0, u, C), sd._rollout_torch_scan(s0, u, C)
     assert (a[..., 3] == 0).float().mean() > 0.1  # the floor is hit often
     assert torch.allclose(a, b, atol=1e-11, rtol=0)
-    ga, = torch.autograd.grad(a.sum(), u)
-    gb, = torch.autograd.grad(b.sum(), u)
+    (ga,) = torch.autograd.grad(a.sum(), u)
+    (gb,) = torch.autograd.grad(b.sum(), u)
     assert torch.allclose(ga, gb, atol=1e-10, rtol=0)
 
 
@@ -399,8 +405,9 @@ def test_scripted_selector_plugs_in():
     out = sd.select_with(last_present, b)
     expected = np.array([np.flatnonzero(b.present[s, 1:])[-1] + 1 for s in range(b.n_scenes)])
     assert (out > 0).all() and np.array_equal(out, expected)
-    absent = np.array([np.flatnonzero(~b.present[s])[0] if (~b.present[s]).any() else b.present.shape[1]
-                       for s in range(b.n_scenes)])
+    absent = np.array(
+        [np.flatnonzero(~b.present[s])[0] if (~b.present[s]).any() else b.present.shape[1] for s in range(b.n_scenes)]
+    )
     with pytest.raises(ValueError, match="not an allowed choice"):
         sd.select_with(lambda f, m: absent, b)  # an absent vehicle (or out of range) is refused
 
@@ -455,9 +462,25 @@ def test_collision_rates_count_samples_and_scenes():
     assert all(np.isnan(sd.collision_rates(KeepLane(), b.subset(np.array([], int)), np.array([5]))))
 
 
-TINY = dict(horizon=30, n_train=4, n_sel=8, n_test=6, n_gen=4, attack_iters=25, near_miss=2.0, grpo_iters=4, group=4,
-            beta=0.01, clip_eps=0.2, band=(0.5, 3.0), evade_iters=10, replan_iters=3, n_step_action=5, bc_epochs=2,
-            ft_epochs=1)
+TINY = dict(
+    horizon=30,
+    n_train=4,
+    n_sel=8,
+    n_test=6,
+    n_gen=4,
+    attack_iters=25,
+    near_miss=2.0,
+    grpo_iters=4,
+    group=4,
+    beta=0.01,
+    clip_eps=0.2,
+    band=(0.5, 3.0),
+    evade_iters=10,
+    replan_iters=3,
+    n_step_action=5,
+    bc_epochs=2,
+    ft_epochs=1,
+)
 
 
 def test_run_replicate_figures_are_consistent():

@@ -17,7 +17,10 @@ FAST = settings(max_examples=20, deadline=None, derandomize=True)
 C = sd.RoadConfig()
 Y = C.lane_centres()[1]
 
-exempt("safedrive.planner.PlannerLike", "a typing Protocol describing the plug-in interface; plan_collisions checks what a planner returns")
+exempt(
+    "safedrive.planner.PlannerLike",
+    "a typing Protocol describing the plug-in interface; plan_collisions checks what a planner returns",
+)
 
 
 @pytest.fixture(scope="module")
@@ -172,7 +175,9 @@ def test_attack_and_evasion_bad_slots(scenes):
     rejects(sd.attack_adversary, scenes, np.array([0, 1]), np.array([1]), match="equal length")
     rejects(sd.attack_adversary, scenes, np.array([0]), np.array([1]), iters=0, match="iters")
     rejects(sd.evade_ego, scenes, np.array([0]), np.array([1]), np.zeros((1, 5, 4)), match="adv_traj")
-    rejects(sd.evade_ego, scenes, np.array([0]), np.array([1]), scenes.states[:1, :, 1], lateral_weight=-1.0, match="lateral_weight")
+    rejects(
+        sd.evade_ego, scenes, np.array([0]), np.array([1]), scenes.states[:1, :, 1], lateral_weight=-1.0, match="lateral_weight"
+    )
     rejects(sd.attack_labels, "scenes", match="SceneBatch")
     rejects(sd.attack_labels, scenes, near_miss=0.0, iters=1, match="near_miss")
 

@@ -48,8 +48,9 @@ def test_rollout_vec_breaks_a_lane_tie_as_the_loop_does():
 
 
 def _states(rng, shape):
-    return torch.tensor(np.concatenate([rng.normal(0, 3, shape + (2,)), rng.normal(0, 0.3, shape + (1,)),
-                                        rng.uniform(0, 15, shape + (1,))], -1))
+    return torch.tensor(
+        np.concatenate([rng.normal(0, 3, shape + (2,)), rng.normal(0, 0.3, shape + (1,)), rng.uniform(0, 15, shape + (1,))], -1)
+    )
 
 
 def test_pair_clearance_is_disc_clearance_in_values_and_gradients():
@@ -60,8 +61,8 @@ def test_pair_clearance_is_disc_clearance_in_values_and_gradients():
     new = sd._pair_clearance(sd._disc_centres(a, C), *sd._split_xy(sd._disc_centres(b, C)), C)
     assert torch.equal(ref, new)
     w = torch.tensor(rng.normal(size=(40, 9)))
-    g_ref, = torch.autograd.grad((ref * w).sum(), a)
-    g_new, = torch.autograd.grad((new * w).sum(), a)
+    (g_ref,) = torch.autograd.grad((ref * w).sum(), a)
+    (g_new,) = torch.autograd.grad((new * w).sum(), a)
     assert torch.equal(g_ref, g_new)
 
 
@@ -74,7 +75,7 @@ def test_sparse_violations_give_the_dense_gradient(per_vehicle):
     oth = _states(rng, (B, T, N))
     oth[..., 0] += 25.0 * torch.arange(N)  # vehicles 1 and 2 near the ego (as in traffic), the rest far
     oth[:, :, 2, :2] = oth[:, :, 1, :2] + torch.tensor(rng.normal(0, 1.0, (B, T, 2))) + torch.tensor([4.0, 0.0])
-    ego = (oth[:, :, 1] + torch.tensor(rng.normal(0, 1.5, (B, T, 4))) * torch.tensor([1.0, 1.0, 0.1, 0.0]))
+    ego = oth[:, :, 1] + torch.tensor(rng.normal(0, 1.5, (B, T, 4))) * torch.tensor([1.0, 1.0, 0.1, 0.0])
     ego.requires_grad_(True)
     m = rng.random((B, N)) < 0.8
     m[:, 0] = False
@@ -91,8 +92,8 @@ def test_sparse_violations_give_the_dense_gradient(per_vehicle):
     assert viol.sum() > 20 and (viol.sum(-1) == 2).sum() > 3  # violations, some of two vehicles at once
     assert torch.allclose(dense, sparse, rtol=1e-12, atol=0)
     w = torch.tensor(rng.normal(size=B))
-    g_d, = torch.autograd.grad((50 * dense * w).sum(), ego)
-    g_s, = torch.autograd.grad((50 * sparse * w).sum(), ego)
+    (g_d,) = torch.autograd.grad((50 * dense * w).sum(), ego)
+    (g_s,) = torch.autograd.grad((50 * sparse * w).sum(), ego)
     assert torch.equal(g_d, g_s)
 
 
@@ -133,16 +134,15 @@ def test_rendered_once_is_the_same_as_rendered_per_call():
     gen = sd.benign_scenes(3, 30, random_state=6)
     frames = np.arange(5, 10)
     planner = sd.BCPlanner(hidden=16, random_state=0).fit(
-        *sd.planner_samples(train, np.tile(frames, (4, 1))), epochs=2, random_state=0)
+        *sd.planner_samples(train, np.tile(frames, (4, 1))), epochs=2, random_state=0
+    )
     ev = np.array([5, 10])
     scored = sd._Scored(gen, ev)
     for p in (planner, KeepLane()):
         assert scored.rates(p) == sd.collision_rates(p, gen, ev)
     assert all(np.isnan(sd._Scored(gen.subset(np.array([], int)), ev).rates(planner)))
-    a = sd.finetune_planner(planner, gen, train, np.tile(frames, (3, 1)), np.tile(frames, (4, 1)), epochs=2,
-                            random_state=3)
-    b = sd._finetune_on(planner, gen, sd.planner_samples(train, np.tile(frames, (4, 1))), frames, epochs=2,
-                        random_state=3)
+    a = sd.finetune_planner(planner, gen, train, np.tile(frames, (3, 1)), np.tile(frames, (4, 1)), epochs=2, random_state=3)
+    b = sd._finetune_on(planner, gen, sd.planner_samples(train, np.tile(frames, (4, 1))), frames, epochs=2, random_state=3)
     for pa, pb in zip(a.net.parameters(), b.net.parameters(), strict=True):
         assert torch.equal(pa, pb)
 

@@ -93,7 +93,9 @@ def _mode() -> str:
     return "live" if tty else "line"
 
 
-def progress(iterable: Iterable[T], desc: str = "", *, total: int | None = None, disable: bool = False, **tqdm_kw: Any) -> Iterator[T]:
+def progress(
+    iterable: Iterable[T], desc: str = "", *, total: int | None = None, disable: bool = False, **tqdm_kw: Any
+) -> Iterator[T]:
     """Iterate over ``iterable`` with progress reporting fit for where it runs.
 
     Parameters

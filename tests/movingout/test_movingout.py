@@ -206,8 +206,11 @@ def test_reader_policy_and_partner_plug_in_through_the_gymnasium_api():
 
 
 def test_planner_succeeds_with_most_seen_partners():
-    wins = [bass.rollout_episode(mo.MovingOutEnv(partners.ScriptedPartner(s)), PlannerAgent(), seed=k)["success"]
-            for s in partners.SEEN_STYLES for k in range(2)]
+    wins = [
+        bass.rollout_episode(mo.MovingOutEnv(partners.ScriptedPartner(s)), PlannerAgent(), seed=k)["success"]
+        for s in partners.SEEN_STYLES
+        for k in range(2)
+    ]
     assert np.mean(wins) >= 0.75
 
 
@@ -357,10 +360,16 @@ def test_bass_evaluation_is_identical_in_two_separate_processes():
 
     out = []
     for threads in ("1", "2"):
-        p = subprocess.run([sys.executable, "-c", _TWO_PROCESS_SCRIPT, threads], capture_output=True, text=True,
-                           env={**os.environ, "PYTHONHASHSEED": threads}, timeout=600, check=True)
+        p = subprocess.run(
+            [sys.executable, "-c", _TWO_PROCESS_SCRIPT, threads],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONHASHSEED": threads},
+            timeout=600,
+            check=True,
+        )
         line = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")][-1]
-        out.append(json.loads(line[len("RESULT "):]))
+        out.append(json.loads(line[len("RESULT ") :]))
     assert out[0]["tie_tol"] == out[1]["tie_tol"]
     for k in out[0]["eps"]:
         assert out[0]["eps"][k] == out[1]["eps"][k], f"episode {k} differs between the two processes"
@@ -383,8 +392,10 @@ def test_tie_tolerance_is_the_quantile_of_previewed_spreads_on_static_states():
     partner_model = bc.MixtureDensityPolicy(12, 2, 2, 8)
     agent = bass.BassAgent(pol, _linear_dynamics(), partner_model, n_candidates=4, random_state=0)
     data = _static_transitions()
-    moving = {"obs": np.concatenate([data["obs"], data["obs"][:5]]),
-              "next_obs": np.concatenate([data["next_obs"], data["obs"][:5] + 0.01])}  # 5 rows with moving boxes, ignored
+    moving = {
+        "obs": np.concatenate([data["obs"], data["obs"][:5]]),
+        "next_obs": np.concatenate([data["next_obs"], data["obs"][:5] + 0.01]),
+    }  # 5 rows with moving boxes, ignored
     tol = agent.calibrate(moving, quantile=0.9, seed=4)
     gen = torch.Generator().manual_seed(4)
     spreads = []

@@ -53,7 +53,7 @@ def test_policy_unchecked_passes_equal_forward_sample_and_mode():
         with torch.no_grad():
             comp = torch.multinomial(torch.softmax(logits, -1), 4, replacement=True, generator=g2)
             idx = comp[..., None].expand(1, 4, 2)
-            old = (torch.gather(mu, 1, idx) + torch.gather(log_sd.exp(), 1, idx) * torch.randn((1, 4, 2), generator=g2))
+            old = torch.gather(mu, 1, idx) + torch.gather(log_sd.exp(), 1, idx) * torch.randn((1, 4, 2), generator=g2)
             old_mode = mu[torch.arange(1), logits.argmax(-1)].numpy()
         assert np.array_equal(pol.sample(x, 4, g1), old.clamp(-1, 1).numpy())
         assert np.array_equal(pol.mode(x[None]), old_mode)

@@ -137,8 +137,15 @@ def _reply_from_text(text: str, dims: Sequence[str]) -> UserReply:
     return UserReply(discovered, emerging, satisfied, "thank you" in text, text, count_tokens(text))
 
 
-def scripted_responder(dims: Sequence[str], depth: int, branching: int, schedule: Sequence[int], *,
-                       costs: TokenCosts | None = None, random_state: RandomState = None) -> Callable[[list[dict]], str]:
+def scripted_responder(
+    dims: Sequence[str],
+    depth: int,
+    branching: int,
+    schedule: Sequence[int],
+    *,
+    costs: TokenCosts | None = None,
+    random_state: RandomState = None,
+) -> Callable[[list[dict]], str]:
     """A ``respond(history) -> message`` function driven by a fixed schedule of response types.
 
     It reads only the text of the history (the user's replies), keeps a
@@ -181,8 +188,9 @@ def scripted_responder(dims: Sequence[str], depth: int, branching: int, schedule
     return respond
 
 
-def run_dialogue(respond: Callable[[list[dict]], str], sim: IntentSimulator, *, turns: int = 6,
-                 random_state: RandomState = None) -> dict:
+def run_dialogue(
+    respond: Callable[[list[dict]], str], sim: IntentSimulator, *, turns: int = 6, random_state: RandomState = None
+) -> dict:
     """Play ``respond`` against the simulated user for up to ``turns`` assistant turns.
 
     Parameters

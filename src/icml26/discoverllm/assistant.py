@@ -97,8 +97,9 @@ class SymbolicAssistant:
         For ``depth < 1`` or ``branching < 2``.
     """
 
-    def __init__(self, dims: Sequence[str], depth: int, branching: int, costs: TokenCosts | None = None,
-                 random_state: RandomState = None) -> None:
+    def __init__(
+        self, dims: Sequence[str], depth: int, branching: int, costs: TokenCosts | None = None, random_state: RandomState = None
+    ) -> None:
         self.dims = tuple(_check_dims(dims))
         self.depth = check_int(depth, "depth", low=1)
         self.branching = check_int(branching, "branching", low=2)

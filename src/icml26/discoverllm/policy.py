@@ -82,8 +82,9 @@ class TaskConfig:
 
     def simulator(self, random_state: RandomState = None) -> IntentSimulator:
         """A fresh simulator for this task."""
-        return IntentSimulator(self.dims, depth=self.depth, branching=self.branching, awareness=self.awareness,
-                               random_state=random_state)
+        return IntentSimulator(
+            self.dims, depth=self.depth, branching=self.branching, awareness=self.awareness, random_state=random_state
+        )
 
     def assistant(self, random_state: RandomState = None) -> SymbolicAssistant:
         """A fresh symbolic assistant for this task."""
@@ -158,7 +159,9 @@ class ResponseTypePolicy:
         self.n_features = check_int(n_features, "n_features", low=1)
         self.hidden = check_int(hidden, "hidden", low=1)
         g = torch.Generator().manual_seed(seed_from(random_state))
-        self.net = torch.nn.Sequential(torch.nn.Linear(n_features, hidden), torch.nn.Tanh(), torch.nn.Linear(hidden, len(ACTIONS)))
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(n_features, hidden), torch.nn.Tanh(), torch.nn.Linear(hidden, len(ACTIONS))
+        )
         with torch.no_grad():
             for p in self.net.parameters():
                 p.copy_(torch.randn(p.shape, generator=g) * (0.3 if p.dim() > 1 else 0.0))
@@ -186,8 +189,14 @@ def _sample(p: np.ndarray, u: float) -> int:
     return int(min(np.searchsorted(np.cumsum(p), u * p.sum(), side="right"), len(p) - 1))
 
 
-def run_episode(task: TaskConfig, choose: Callable | ResponseTypePolicy | None, *, sim_seed: int, random_state: RandomState = None,
-                record: bool = False) -> Episode:
+def run_episode(
+    task: TaskConfig,
+    choose: Callable | ResponseTypePolicy | None,
+    *,
+    sim_seed: int,
+    random_state: RandomState = None,
+    record: bool = False,
+) -> Episode:
     """Play one conversation with a fixed policy or a sampling :class:`ResponseTypePolicy`.
 
     Parameters
@@ -209,8 +218,14 @@ def run_episode(task: TaskConfig, choose: Callable | ResponseTypePolicy | None, 
     return run_episodes(task, choose, sim_seeds=[sim_seed], random_states=[random_state], record=record)[0]
 
 
-def run_episodes(task: TaskConfig, choose: Callable | ResponseTypePolicy | None, *, sim_seeds: Sequence[int],
-                 random_states: Sequence[RandomState], record: bool = False) -> list[Episode]:
+def run_episodes(
+    task: TaskConfig,
+    choose: Callable | ResponseTypePolicy | None,
+    *,
+    sim_seeds: Sequence[int],
+    random_states: Sequence[RandomState],
+    record: bool = False,
+) -> list[Episode]:
     """Play several conversations side by side, one policy call per turn for all of them.
 
     The vectorised rollout: with a :class:`ResponseTypePolicy` the action probabilities of
@@ -284,8 +299,17 @@ def run_episodes(task: TaskConfig, choose: Callable | ResponseTypePolicy | None,
             ep.turns = turn + 1
             ep.discover, ep.satisfy, ep.done = res.info["discover"], res.info["satisfy"], res.done
             if record:
-                ep.trace.append({"turn": turn + 1, "action": ACTIONS[acts[j]], "message": msg, "reply": res.reply.text,
-                                 "reward": res.reward, "discover": res.info["discover"], "satisfy": res.info["satisfy"]})
+                ep.trace.append(
+                    {
+                        "turn": turn + 1,
+                        "action": ACTIONS[acts[j]],
+                        "message": msg,
+                        "reply": res.reply.text,
+                        "reward": res.reward,
+                        "discover": res.info["discover"],
+                        "satisfy": res.info["satisfy"],
+                    }
+                )
             if not res.done:
                 still.append(i)
         live = still
@@ -349,9 +373,18 @@ def response_type_objective(logp, episode, advantages):
     return (advantages.to(logp.dtype) * per_ep).mean()
 
 
-def train_response_policy(task: TaskConfig, *, iterations: int = 200, groups: int = 4, group_size: int = 8, lr: float = 0.03,
-                          hidden: int = 32, reward: str = "conversation", random_state: RandomState = None,
-                          show_progress: bool = False):
+def train_response_policy(
+    task: TaskConfig,
+    *,
+    iterations: int = 200,
+    groups: int = 4,
+    group_size: int = 8,
+    lr: float = 0.03,
+    hidden: int = 32,
+    reward: str = "conversation",
+    random_state: RandomState = None,
+    show_progress: bool = False,
+):
     """Train a :class:`ResponseTypePolicy` on the discovery reward with group-normalised PG.
 
     Each iteration draws ``groups`` simulated users and takes one Adam step on :math:`-J`.
@@ -393,10 +426,19 @@ def train_response_policy(task: TaskConfig, *, iterations: int = 200, groups: in
     if reward not in REWARD_MODES:
         raise ValueError(f"reward={reward!r} is not valid; use one of {REWARD_MODES}")
     if reward == "turn":
-        return _train_per_turn(task, iterations=iterations, groups=groups, group_size=group_size, lr=lr, hidden=hidden,
-                               random_state=random_state, show_progress=show_progress)
+        return _train_per_turn(
+            task,
+            iterations=iterations,
+            groups=groups,
+            group_size=group_size,
+            lr=lr,
+            hidden=hidden,
+            random_state=random_state,
+            show_progress=show_progress,
+        )
     torch, iterations, groups, group_size, rng, policy, opt, hist = _grpo_setup(
-        task, iterations, groups, group_size, lr, hidden, random_state)
+        task, iterations, groups, group_size, lr, hidden, random_state
+    )
     for _ in progress(range(iterations), "GRPO iterations", disable=not show_progress):
         users = rng.integers(0, 2**31, size=groups)
         sim_seeds = np.repeat(users, group_size)
@@ -451,7 +493,8 @@ def _grpo_setup(task, iterations, groups, group_size, lr, hidden, random_state):
 
 def _train_per_turn(task, *, iterations, groups, group_size, lr, hidden, random_state, show_progress):
     torch, iterations, groups, group_size, rng, policy, opt, hist = _grpo_setup(
-        task, iterations, groups, group_size, lr, hidden, random_state)
+        task, iterations, groups, group_size, lr, hidden, random_state
+    )
     for _ in progress(range(iterations), "GRPO iterations (per message)", disable=not show_progress):
         users = rng.integers(0, 2**31, size=groups)
         convs = [[*_state(task, int(u), rng), 0.0, None] for u in users]  # sim, ast, return, first action
@@ -487,8 +530,13 @@ def _train_per_turn(task, *, iterations, groups, group_size, lr, hidden, random_
     return policy, hist
 
 
-def turn_action_rewards(task: TaskConfig, choose: Callable | ResponseTypePolicy | None, *, sim_seeds: Sequence[int],
-                        random_states: Sequence[RandomState]) -> dict[str, np.ndarray]:
+def turn_action_rewards(
+    task: TaskConfig,
+    choose: Callable | ResponseTypePolicy | None,
+    *,
+    sim_seeds: Sequence[int],
+    random_states: Sequence[RandomState],
+) -> dict[str, np.ndarray]:
     """Single-turn reward of every response type at the states a policy visits.
 
     Plays the conversations of :func:`run_episodes` (same users, same seeds, so the same
@@ -547,8 +595,17 @@ def summarize_episodes(eps: Sequence[Episode]) -> dict[str, float]:
     }
 
 
-def train_and_evaluate(task: TaskConfig, *, reward: str = "conversation", iterations: int, groups: int, group_size: int,
-                       sim_seeds: Sequence[int], random_states: Sequence[RandomState], random_state: RandomState = None):
+def train_and_evaluate(
+    task: TaskConfig,
+    *,
+    reward: str = "conversation",
+    iterations: int,
+    groups: int,
+    group_size: int,
+    sim_seeds: Sequence[int],
+    random_states: Sequence[RandomState],
+    random_state: RandomState = None,
+):
     """Train a policy with :func:`train_response_policy` and play its greedy form on held-out users.
 
     Parameters
@@ -567,6 +624,7 @@ def train_and_evaluate(task: TaskConfig, *, reward: str = "conversation", iterat
     -------
     (ResponseTypePolicy, list of Episode)
     """
-    pol, _ = train_response_policy(task, iterations=iterations, groups=groups, group_size=group_size, reward=reward,
-                                   random_state=random_state)
+    pol, _ = train_response_policy(
+        task, iterations=iterations, groups=groups, group_size=group_size, reward=reward, random_state=random_state
+    )
     return pol, run_episodes(task, pol.greedy(), sim_seeds=sim_seeds, random_states=random_states)

@@ -506,8 +506,10 @@ class IntentSimulator:
         if not self.roots:
             raise ValueError("the simulator has no conversation yet: call reset() before step()")
         if self.done:
-            raise ValueError(f"the episode is done (the user was content after turn {self.turn}); "
-                             "call reset() to start a new conversation before step()")
+            raise ValueError(
+                f"the episode is done (the user was content after turn {self.turn}); "
+                "call reset() to start a new conversation before step()"
+            )
         msg = self.parse(message)
         from .reward import discovery_reward
 
@@ -517,8 +519,14 @@ class IntentSimulator:
         da, ds = self._raw("aware") - a0, self._raw("satisfied") - s0
         reward = discovery_reward(da, msg.tokens, lam=self.lam, tau=self.tau, cap=self.cap)
         reply = self._reply()
-        info = {"delta_awareness": da, "delta_satisfaction": ds, "tokens": msg.tokens, "kind": msg.kind,
-                "n_options": msg.n_options, **self.levels()}
+        info = {
+            "delta_awareness": da,
+            "delta_satisfaction": ds,
+            "tokens": msg.tokens,
+            "kind": msg.kind,
+            "n_options": msg.n_options,
+            **self.levels(),
+        }
         return StepResult(reply, float(reward), reply.done, info)
 
     # ------------------------------------------------------------------ rules

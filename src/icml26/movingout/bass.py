@@ -517,8 +517,16 @@ def rollout_episode(env: MovingOutEnv, agent: Any, seed: int, *, frames_every: i
         if term or trunc:
             break
     steps = len(acts)
-    return {"success": bool(info["success"]), "nfd": float(info["nfd"]), "wait": waiting / steps, "steps": steps,
-            "obs": np.array(obs), "actions": np.array(acts), "partner_actions": np.array(pacts), "frames": frames}
+    return {
+        "success": bool(info["success"]),
+        "nfd": float(info["nfd"]),
+        "wait": waiting / steps,
+        "steps": steps,
+        "obs": np.array(obs),
+        "actions": np.array(acts),
+        "partner_actions": np.array(pacts),
+        "frames": frames,
+    }
 
 
 def evaluate_agents(
@@ -548,11 +556,21 @@ def evaluate_agents(
     rows = []
     jobs = [(m, s, k) for s in styles for k in range(n_episodes) for m in agents]
     for m, s, k in progress(jobs, desc=desc or "episodes"):
-        env = MovingOutEnv(ScriptedPartner(s, heavy_half=heavy_half), heavy_half=heavy_half, heavy_mass=heavy_mass,
-                           max_steps=max_steps)
+        env = MovingOutEnv(
+            ScriptedPartner(s, heavy_half=heavy_half), heavy_half=heavy_half, heavy_mass=heavy_mass, max_steps=max_steps
+        )
         r = rollout_episode(env, agents[m], seed * 1000 + k)
-        rows.append({"method": m, "style": s.name, "episode": k, "success": float(r["success"]), "nfd": r["nfd"],
-                     "wait": r["wait"], "steps": r["steps"]})
+        rows.append(
+            {
+                "method": m,
+                "style": s.name,
+                "episode": k,
+                "success": float(r["success"]),
+                "nfd": r["nfd"],
+                "wait": r["wait"],
+                "steps": r["steps"],
+            }
+        )
     return rows
 
 
@@ -635,7 +653,9 @@ def _fit_policy(obs: np.ndarray, act: np.ndarray, kw: dict) -> MixtureDensityPol
     return fit_mdn_policy(obs, act, **kw)
 
 
-def comparison_agents(models: dict[str, Any], *, n_candidates: int = 4, tie_quantile: float | None = 0.95) -> dict[str, BassAgent]:
+def comparison_agents(
+    models: dict[str, Any], *, n_candidates: int = 4, tie_quantile: float | None = 0.95
+) -> dict[str, BassAgent]:
     """The five agents of the comparison from :func:`fit_bass_models`'s models.
 
     ``BC`` (policy), ``BC + augmentation`` (policy_aug), ``BC + selection`` (policy,
@@ -723,43 +743,79 @@ def run_comparison(
         raise ValueError("seeds must be a non-empty list of int seeds")
     seeds = [check_int(x, "seed", low=0) for x in seeds]
     styles = SEEN_STYLES + UNSEEN_STYLES
-    out: dict[str, Any] = {"rows": [], "ch2_rows": [], "idle_rows": [], "train_rows": [], "data_rows": [], "models_by_seed": {},
-                           "agents_by_seed": {}, "argmax_rows": []}
+    out: dict[str, Any] = {
+        "rows": [],
+        "ch2_rows": [],
+        "idle_rows": [],
+        "train_rows": [],
+        "data_rows": [],
+        "models_by_seed": {},
+        "agents_by_seed": {},
+        "argmax_rows": [],
+    }
     for s in progress(seeds, desc="seeds"):
         t0 = time.perf_counter()
         demos = collect_demos(SEEN_STYLES, n_demos, noise=demo_noise, max_steps=demo_max_steps, random_state=s)
         t_demo = time.perf_counter() - t0
-        heldout = collect_demos(SEEN_STYLES, n_heldout, noise=demo_noise, max_steps=demo_max_steps,
-                                random_state=np.random.default_rng([s, 1]))
-        m = fit_bass_models(demos, epochs=epochs, sigma=sigma, eps_pose=eps_pose, seg_len=seg_len, heldout=heldout,
-                            random_state=s)
+        heldout = collect_demos(
+            SEEN_STYLES, n_heldout, noise=demo_noise, max_steps=demo_max_steps, random_state=np.random.default_rng([s, 1])
+        )
+        m = fit_bass_models(
+            demos, epochs=epochs, sigma=sigma, eps_pose=eps_pose, seg_len=seg_len, heldout=heldout, random_state=s
+        )
         out["models_by_seed"][s] = m
         out["train_rows"] += [{"seed": s, "model": k, "seconds": v} for k, v in m["train_s"].items()]
-        out["data_rows"].append({"seed": s, "demos kept": len(demos), "of": n_demos, "recombined segments": m["n_recombined"],
-                                 "transitions": m["n_plain"], "augmented states": m["n_aug"], "held-out demos": len(heldout),
-                                 "demo collection (s)": t_demo})
+        out["data_rows"].append(
+            {
+                "seed": s,
+                "demos kept": len(demos),
+                "of": n_demos,
+                "recombined segments": m["n_recombined"],
+                "transitions": m["n_plain"],
+                "augmented states": m["n_aug"],
+                "held-out demos": len(heldout),
+                "demo collection (s)": t_demo,
+            }
+        )
         agents = comparison_agents(m, n_candidates=n_candidates)
         out["data_rows"][-1]["tie tolerance (BASS)"] = agents["BASS"].tie_tol
         out["agents_by_seed"][s] = agents
         ev = dict(max_steps=max_steps, seed=s)
-        out["rows"] += [{**r, "seed": s} for r in evaluate_agents(agents, styles, episodes,
-                                                                   desc=f"seed {s}: challenge 1", **ev)]
+        out["rows"] += [{**r, "seed": s} for r in evaluate_agents(agents, styles, episodes, desc=f"seed {s}: challenge 1", **ev)]
         # positive control: an ego that stands still, with the same partners and layouts
-        out["idle_rows"] += [{**r, "seed": s} for r in evaluate_agents({"idle ego": ConstantAgent([0.0, 0.0])}, styles, episodes,
-                                                                        desc=f"seed {s}: idle ego", **ev)]
+        out["idle_rows"] += [
+            {**r, "seed": s}
+            for r in evaluate_agents({"idle ego": ConstantAgent([0.0, 0.0])}, styles, episodes, desc=f"seed {s}: idle ego", **ev)
+        ]
         # sensitivity: the paper's plain argmax (no tie rule) with the same models
-        plain = {"BASS, plain argmax": BassAgent(m["policy_aug"], m["dynamics_aug"], m["partner"], n_candidates=n_candidates,
-                                                 tie_tol=0.0)}
-        out["argmax_rows"] += [{**r, "seed": s} for r in evaluate_agents(plain, styles, episodes, desc=f"seed {s}: plain argmax",
-                                                                          **ev)]
+        plain = {
+            "BASS, plain argmax": BassAgent(
+                m["policy_aug"], m["dynamics_aug"], m["partner"], n_candidates=n_candidates, tie_tol=0.0
+            )
+        }
+        out["argmax_rows"] += [
+            {**r, "seed": s} for r in evaluate_agents(plain, styles, episodes, desc=f"seed {s}: plain argmax", **ev)
+        ]
         pair = {k: agents[k] for k in ("BC", "BASS")}
-        out["ch2_rows"] += [{**r, "seed": s} for r in evaluate_agents(pair, styles, episodes, heavy_mass=heavy_mass_test,
-                                                                       desc=f"seed {s}: challenge 2", **ev)]
+        out["ch2_rows"] += [
+            {**r, "seed": s}
+            for r in evaluate_agents(pair, styles, episodes, heavy_mass=heavy_mass_test, desc=f"seed {s}: challenge 2", **ev)
+        ]
     return out
 
 
 COMPARISON_SETTINGS: tuple[str, ...] = (
-    "n_demos", "epochs", "episodes", "max_steps", "demo_max_steps", "demo_noise", "sigma", "eps_pose", "seg_len",
-    "n_candidates", "heavy_mass_test", "n_heldout",
+    "n_demos",
+    "epochs",
+    "episodes",
+    "max_steps",
+    "demo_max_steps",
+    "demo_noise",
+    "sigma",
+    "eps_pose",
+    "seg_len",
+    "n_candidates",
+    "heavy_mass_test",
+    "n_heldout",
 )
 """The keyword arguments of :func:`run_comparison` (the chapter passes them from its configuration)."""

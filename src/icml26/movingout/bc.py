@@ -84,7 +84,12 @@ class MixtureDensityPolicy(nn.Module):
         self.act_dim = check_int(act_dim, "act_dim")
         self.k = check_int(n_components, "n_components")
         hidden = check_int(hidden, "hidden")
-        self.body = nn.Sequential(nn.Linear(self.obs_dim + (_N_EXTRA if self.obs_dim == 12 else 0), hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh())
+        self.body = nn.Sequential(
+            nn.Linear(self.obs_dim + (_N_EXTRA if self.obs_dim == 12 else 0), hidden),
+            nn.Tanh(),
+            nn.Linear(hidden, hidden),
+            nn.Tanh(),
+        )
         self.head = nn.Linear(hidden, self.k * (1 + 2 * self.act_dim))
 
     def _check(self, obs: torch.Tensor) -> torch.Tensor:
@@ -107,8 +112,11 @@ class MixtureDensityPolicy(nn.Module):
         is ``F.linear``, ``nn.Tanh`` is ``torch.tanh``), without the module-call overhead.
         """
         body = self.body._modules
-        if (self.body.__class__ is not nn.Sequential or self.head.__class__ is not nn.Linear
-                or [m.__class__ for m in body.values()] != _BODY_LAYERS):
+        if (
+            self.body.__class__ is not nn.Sequential
+            or self.head.__class__ is not nn.Linear
+            or [m.__class__ for m in body.values()] != _BODY_LAYERS
+        ):
             h = self.head(self.body(feats))  # a replaced network: its own call
         else:
             p0, p1, p2 = body["0"]._parameters, body["2"]._parameters, self.head._parameters
@@ -155,8 +163,9 @@ class MixtureDensityPolicy(nn.Module):
         n_samples = check_int(n_samples, "n_samples")
         return self._draw(self._forward_np(obs), n_samples, generator)
 
-    def _draw(self, heads: tuple[torch.Tensor, torch.Tensor, torch.Tensor], n_samples: int,
-              generator: torch.Generator | None) -> np.ndarray:
+    def _draw(
+        self, heads: tuple[torch.Tensor, torch.Tensor, torch.Tensor], n_samples: int, generator: torch.Generator | None
+    ) -> np.ndarray:
         """:meth:`sample` from the mixture's parameters (:meth:`forward`'s output); shape (n, n_samples, d)."""
         logits, mu, log_sd = heads
         n = mu.shape[0]

@@ -289,8 +289,12 @@ class MovingOutEnv(gym.Env):
     def _space_is_plain(self) -> bool:
         """Whether ``space.step`` would do no more than ``cpSpaceStep``: no pending body check, add, remove or callback."""
         sp = self.space
-        return not (getattr(sp, "_bodies_to_check", True) or getattr(sp, "_add_later", True)
-                    or getattr(sp, "_remove_later", True) or getattr(sp, "_post_step_callbacks", True))
+        return not (
+            getattr(sp, "_bodies_to_check", True)
+            or getattr(sp, "_add_later", True)
+            or getattr(sp, "_remove_later", True)
+            or getattr(sp, "_post_step_callbacks", True)
+        )
 
     def _state_list(self) -> list[float]:
         """The state as 12 Python floats (layout :data:`OBS_NAMES`, velocities unclipped)."""
@@ -298,8 +302,20 @@ class MovingOutEnv(gym.Env):
             _, e, p, lb, hb = self._c
             get_p, get_v = _cp.cpBodyGetPosition, _cp.cpBodyGetVelocity
             pe, ve, pp, vp, pl, ph = get_p(e), get_v(e), get_p(p), get_v(p), get_p(lb), get_p(hb)
-            return [pe.x, pe.y, ve.x / MAX_SPEED, ve.y / MAX_SPEED, pp.x, pp.y, vp.x / MAX_SPEED, vp.y / MAX_SPEED,
-                    pl.x, pl.y, ph.x, ph.y]
+            return [
+                pe.x,
+                pe.y,
+                ve.x / MAX_SPEED,
+                ve.y / MAX_SPEED,
+                pp.x,
+                pp.y,
+                vp.x / MAX_SPEED,
+                vp.y / MAX_SPEED,
+                pl.x,
+                pl.y,
+                ph.x,
+                ph.y,
+            ]
         b = self.bodies
         out: list[float] = []
         for name in ("ego", "partner"):
@@ -455,11 +471,20 @@ class MovingOutEnv(gym.Env):
         nfd = _nfd(st, self._d0)
         reward, self._nfd = nfd - self._nfd, nfd
         x0, y0, x1, y1 = GOAL
-        success = all(x0 <= st[i] - hh and st[i] + hh <= x1 and y0 <= st[i + 1] - hh and st[i + 1] + hh <= y1
-                      for i, hh in ((8, LIGHT_HALF), (10, h)))
+        success = all(
+            x0 <= st[i] - hh and st[i] + hh <= x1 and y0 <= st[i + 1] - hh and st[i + 1] + hh <= y1
+            for i, hh in ((8, LIGHT_HALF), (10, h))
+        )
         truncated = self._t >= self.max_steps and not success
-        info = {"nfd": nfd, "partner_action": pa, "ego_holds": ego_holds, "partner_holds": partner_holds,
-                "heavy_moved": hv != (0.0, 0.0), "waiting": ego_holds != partner_holds, "success": success}
+        info = {
+            "nfd": nfd,
+            "partner_action": pa,
+            "ego_holds": ego_holds,
+            "partner_holds": partner_holds,
+            "heavy_moved": hv != (0.0, 0.0),
+            "waiting": ego_holds != partner_holds,
+            "success": success,
+        }
         return obs, float(reward), success, bool(truncated), info
 
     def render(self):

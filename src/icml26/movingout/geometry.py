@@ -22,7 +22,17 @@ CONTROL_DT: float = 0.1  # seconds per env step (10 Hz, as in the paper)
 CONTACT_TOL: float = 0.012  # an agent "touches" a box within this gap
 
 OBS_NAMES: tuple[str, ...] = (
-    "ego_x", "ego_y", "ego_vx", "ego_vy", "partner_x", "partner_y", "partner_vx", "partner_vy",
-    "light_x", "light_y", "heavy_x", "heavy_y",
+    "ego_x",
+    "ego_y",
+    "ego_vx",
+    "ego_vy",
+    "partner_x",
+    "partner_y",
+    "partner_vx",
+    "partner_vy",
+    "light_x",
+    "light_y",
+    "heavy_x",
+    "heavy_y",
 )
 """The 12 observation fields: positions in [0, 1], velocities as fractions of MAX_SPEED in [-1, 1]."""

@@ -53,8 +53,8 @@ class _Adam:
                 self.v = [torch.zeros_like(p, memory_format=torch.preserve_format) for p in self.params]
             self.k += 1.0  # every parameter of ours gets a gradient at every step
             b1, b2 = self.beta1, self.beta2
-            step_size = self.lr / (1 - b1 ** self.k)
-            bc2_sqrt = (1 - b2 ** self.k) ** 0.5
+            step_size = self.lr / (1 - b1**self.k)
+            bc2_sqrt = (1 - b2**self.k) ** 0.5
             for p, m, v in zip(self.params, self.m, self.v, strict=True):
                 g = p.grad
                 m.lerp_(g, 1 - b1)

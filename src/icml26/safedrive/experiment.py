@@ -106,8 +106,9 @@ class _Scored:
         return float(c.mean()), float(c.any(1).mean())
 
 
-def run_replicate(s: int, config: dict[str, Any], *, baseline: Any, train_frames: np.ndarray,
-                  eval_frames: np.ndarray) -> tuple[dict[str, Any], dict[str, Any]]:
+def run_replicate(
+    s: int, config: dict[str, Any], *, baseline: Any, train_frames: np.ndarray, eval_frames: np.ndarray
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """One replicate of the chapter's experiment (every stage of the pipeline, for seed ``s``).
 
     Four scene sets from different traffic seeds (``1000 s + 1 … 4``): a planner is
@@ -154,9 +155,7 @@ def run_replicate(s: int, config: dict[str, Any], *, baseline: Any, train_frames
 
     out, tim = {"seed": s}, {"seed": s}
     T = config["horizon"]
-    train = benign_scenes(
-        config["n_train"], T, random_state=1000 * s + 1
-    )
+    train = benign_scenes(config["n_train"], T, random_state=1000 * s + 1)
     sel = benign_scenes(config["n_sel"], T, random_state=1000 * s + 2)
     test = benign_scenes(config["n_test"], T, random_state=1000 * s + 3)
     pool = benign_scenes(config["n_gen"], T, random_state=1000 * s + 4)
@@ -227,16 +226,12 @@ def run_replicate(s: int, config: dict[str, Any], *, baseline: Any, train_frames
     pick_pool = select_with(policy, pool)
     tr_pool = pool.states.transpose(0, 2, 1, 3).copy()
     att = np.flatnonzero(pick_pool > 0)
-    tr_pool[att, pick_pool[att]] = attack_adversary(
-        pool, att, pick_pool[att], iters=config["attack_iters"]
-    )
+    tr_pool[att, pick_pool[att]] = attack_adversary(pool, att, pick_pool[att], iters=config["attack_iters"])
     tim["attacks (chosen, pool)"] = _time.perf_counter() - t0
     t0 = _time.perf_counter()
     gen_args = (
         concat_scenes(sel, pool, test),
-        np.concatenate(
-            [select_with(policy, sel), pick_pool, picks["GRPO"]]
-        ),
+        np.concatenate([select_with(policy, sel), pick_pool, picks["GRPO"]]),
         np.concatenate([tr_both[:n_sel], tr_pool, tr_te]),
     )
     # the causal evasion: replan every n_step_action steps from what was seen
@@ -273,12 +268,8 @@ def run_replicate(s: int, config: dict[str, Any], *, baseline: Any, train_frames
     out["benign, fine-tuned"] = test_s.rates(ft)
     out["generated train"] = gen_tr_s.rates(planner)
     out["generated train, fine-tuned"] = gen_tr_s.rates(ft)
-    lat = np.abs(
-        gen_te.states[:, :, 0, 1] - test.states[te_scene, :, 0, 1]
-    ).max(1)
-    out["swerve"] = (
-        float((lat > test.config.lane_width / 2).mean()) if len(lat) else np.nan
-    )
+    lat = np.abs(gen_te.states[:, :, 0, 1] - test.states[te_scene, :, 0, 1]).max(1)
+    out["swerve"] = float((lat > test.config.lane_width / 2).mean()) if len(lat) else np.nan
     out["generated, fine-tuned"] = gen_te_s.rates(ft)
     # sensitivity: the open-loop evasion, which knows the whole attack
     t0 = _time.perf_counter()
@@ -301,8 +292,15 @@ def run_replicate(s: int, config: dict[str, Any], *, baseline: Any, train_frames
     return out, tim
 
 
-def _finetune_on(planner: BCPlanner, generated: SceneBatch, benign_samples: tuple, frames: np.ndarray, *, epochs: int,
-                 random_state: RandomState) -> BCPlanner:
+def _finetune_on(
+    planner: BCPlanner,
+    generated: SceneBatch,
+    benign_samples: tuple,
+    frames: np.ndarray,
+    *,
+    epochs: int,
+    random_state: RandomState,
+) -> BCPlanner:
     """:func:`finetune_planner` of ``planner`` on ``generated`` (sampled at ``frames``, every scene)
     with the benign samples already rendered (:func:`planner_samples`)."""
     if generated.n_scenes == 0:

@@ -80,7 +80,7 @@ def render_views(scenes: SceneBatch, frames: np.ndarray, *, res: int = 12, lag: 
     mask[:, 0] = False
     # the (S, F, P, N) point-in-box tests run a few scenes at a time, so that their temporaries
     # stay in cache (elementwise, the same arithmetic as on the whole batch at once)
-    step = max(1, 2 ** 15 // max(1, F * pts.shape[0]))
+    step = max(1, 2**15 // max(1, F * pts.shape[0]))
     for ch, lagk in ((0, 0), (1, lag)):
         veh = b.states[si, fr - lagk]  # (S, F, N, 4)
         ct, st = np.cos(veh[..., None, :, 2]), np.sin(veh[..., None, :, 2])  # (S, F, 1, N)
@@ -134,7 +134,9 @@ def waypoint_targets(scenes: SceneBatch, frames: np.ndarray) -> np.ndarray:
     return np.stack([c * d[..., 0] + s * d[..., 1], -s * d[..., 0] + c * d[..., 1]], -1)
 
 
-def track_waypoints(state0: np.ndarray, waypoints: np.ndarray, *, steps: int = 20, config: RoadConfig | None = None) -> np.ndarray:
+def track_waypoints(
+    state0: np.ndarray, waypoints: np.ndarray, *, steps: int = 20, config: RoadConfig | None = None
+) -> np.ndarray:
     """Follow planned waypoints with a pure-pursuit steering and proportional speed controller.
 
     The path is the linear interpolation of the ego position (t = 0) and the waypoints at
@@ -245,9 +247,13 @@ class BCPlanner:
         self.res = check_int(res, "res")
         torch.manual_seed(seed_from(random_state))
         d_in = 4 * 3 * self.res * self.res + 4
-        self.net = torch.nn.Sequential(torch.nn.Linear(d_in, self.hidden), torch.nn.ReLU(),
-                                       torch.nn.Linear(self.hidden, self.hidden), torch.nn.ReLU(),
-                                       torch.nn.Linear(self.hidden, 2 * len(WAYPOINT_STEPS)))
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(d_in, self.hidden),
+            torch.nn.ReLU(),
+            torch.nn.Linear(self.hidden, self.hidden),
+            torch.nn.ReLU(),
+            torch.nn.Linear(self.hidden, 2 * len(WAYPOINT_STEPS)),
+        )
         self.scale = np.array([20.0, 2.0], dtype=np.float32)
         self.history: list[float] = []
 
@@ -260,8 +266,17 @@ class BCPlanner:
             raise ValueError(f"views must be (B, 4, 3, {self.res}, {self.res}) and ego (B, 4); got {v.shape} and {e.shape}")
         return torch.from_numpy(np.concatenate([v.reshape(len(v), -1), e], 1))
 
-    def fit(self, views: np.ndarray, ego: np.ndarray, waypoints: np.ndarray, *, epochs: int = 30, lr: float = 1e-3,
-            batch_size: int = 128, random_state: RandomState = None) -> BCPlanner:
+    def fit(
+        self,
+        views: np.ndarray,
+        ego: np.ndarray,
+        waypoints: np.ndarray,
+        *,
+        epochs: int = 30,
+        lr: float = 1e-3,
+        batch_size: int = 128,
+        random_state: RandomState = None,
+    ) -> BCPlanner:
         """Behaviour cloning (MSE on scaled waypoints); continue from the current weights
         (so a second call fine-tunes).
 
@@ -286,7 +301,7 @@ class BCPlanner:
             perm = torch.randperm(len(X), generator=g)
             tot = 0.0
             for i in range(0, len(X), batch_size):
-                idx = perm[i:i + batch_size]
+                idx = perm[i : i + batch_size]
                 loss = torch.nn.functional.mse_loss(self.net(X[idx]), Y[idx])
                 opt.zero_grad()
                 loss.backward()
@@ -387,8 +402,9 @@ def _planner_inputs(b: SceneBatch, fr: np.ndarray, res: int) -> tuple[np.ndarray
     return render_views(b, fr, res=res).reshape(S * F, 4, 3, res, res), _ego_features(b, fr).reshape(S * F, 4)
 
 
-def _plan_collisions(planner: Any, b: SceneBatch, fr: np.ndarray, inputs: tuple[np.ndarray, np.ndarray],
-                     steps: int) -> np.ndarray:
+def _plan_collisions(
+    planner: Any, b: SceneBatch, fr: np.ndarray, inputs: tuple[np.ndarray, np.ndarray], steps: int
+) -> np.ndarray:
     """:func:`plan_collisions` after its checks, from :func:`_planner_inputs`."""
     S, F = fr.shape
     views, ego = inputs
@@ -405,8 +421,17 @@ def _plan_collisions(planner: Any, b: SceneBatch, fr: np.ndarray, inputs: tuple[
     return (ov & mask[:, None, :]).any((1, 2)).reshape(S, F)
 
 
-def finetune_planner(planner: BCPlanner, generated: SceneBatch, benign: SceneBatch, frames: np.ndarray, benign_frames: np.ndarray,
-                     *, epochs: int = 20, lr: float = 5e-4, random_state: RandomState = None) -> BCPlanner:
+def finetune_planner(
+    planner: BCPlanner,
+    generated: SceneBatch,
+    benign: SceneBatch,
+    frames: np.ndarray,
+    benign_frames: np.ndarray,
+    *,
+    epochs: int = 20,
+    lr: float = 5e-4,
+    random_state: RandomState = None,
+) -> BCPlanner:
     """Fine-tune a copy of ``planner`` on the evasion trajectories of generated scenes,
     mixed with as many benign samples (so it does not forget ordinary driving).
 
@@ -435,13 +460,19 @@ def finetune_planner(planner: BCPlanner, generated: SceneBatch, benign: SceneBat
     _check_batch(benign, "benign")
     if generated.n_scenes == 0:  # nothing generated to fine-tune on: the planner as it was
         return planner.copy()
-    return _finetune(planner, planner_samples(generated, frames, res=planner.res),
-                     planner_samples(benign, benign_frames, res=planner.res), epochs=epochs, lr=lr,
-                     random_state=random_state)
+    return _finetune(
+        planner,
+        planner_samples(generated, frames, res=planner.res),
+        planner_samples(benign, benign_frames, res=planner.res),
+        epochs=epochs,
+        lr=lr,
+        random_state=random_state,
+    )
 
 
-def _finetune(planner: BCPlanner, gen_samples: tuple, benign_samples: tuple, *, epochs: int, lr: float,
-              random_state: RandomState) -> BCPlanner:
+def _finetune(
+    planner: BCPlanner, gen_samples: tuple, benign_samples: tuple, *, epochs: int, lr: float, random_state: RandomState
+) -> BCPlanner:
     """:func:`finetune_planner` from :func:`planner_samples` of both sets (the benign ones
     computed once for several fine-tunings)."""
     vg, eg, wg = gen_samples
@@ -449,5 +480,11 @@ def _finetune(planner: BCPlanner, gen_samples: tuple, benign_samples: tuple, *, 
     rng = check_random_state(random_state)
     pick = rng.choice(len(vb), size=min(len(vb), len(vg)), replace=False)
     new = planner.copy()
-    return new.fit(np.concatenate([vg, vb[pick]]), np.concatenate([eg, eb[pick]]), np.concatenate([wg, wb[pick]]),
-                   epochs=epochs, lr=lr, random_state=rng)
+    return new.fit(
+        np.concatenate([vg, vb[pick]]),
+        np.concatenate([eg, eb[pick]]),
+        np.concatenate([wg, wb[pick]]),
+        epochs=epochs,
+        lr=lr,
+        random_state=rng,
+    )

@@ -66,7 +66,19 @@ class RoadConfig:
     def __post_init__(self) -> None:
         check_int(self.n_lanes, "n_lanes")
         check_int(self.lc_every, "lc_every")
-        for name in ("lane_width", "length", "width", "wheelbase", "dt", "a_max", "b_comf", "headway", "delta", "b_safe", "steer_max"):
+        for name in (
+            "lane_width",
+            "length",
+            "width",
+            "wheelbase",
+            "dt",
+            "a_max",
+            "b_comf",
+            "headway",
+            "delta",
+            "b_safe",
+            "steer_max",
+        ):
             check_real(getattr(self, name), name, lo=0.0, lo_open=True)
         check_real(self.s0, "s0", lo=0.0)
         lo, hi = self.accel_bounds
@@ -132,8 +144,10 @@ class SceneBatch:
         if self.controls.shape != (S, T1 - 1, N, 2):
             raise ValueError(f"controls must have shape {(S, T1 - 1, N, 2)}; got {self.controls.shape}")
         if self.present.shape != (S, N) or self.present.dtype != bool or self.v0.shape != (S, N):
-            raise ValueError(f"present must be bool and present, v0 of shape {(S, N)}; got {self.present.dtype} "
-                             f"{self.present.shape} and {self.v0.shape}")
+            raise ValueError(
+                f"present must be bool and present, v0 of shape {(S, N)}; got {self.present.dtype} "
+                f"{self.present.shape} and {self.v0.shape}"
+            )
         if T1 < 2:
             raise ValueError("a SceneBatch needs at least one step (T >= 1)")
         if not isinstance(self.config, RoadConfig):
@@ -184,10 +198,13 @@ def concat_scenes(*batches: SceneBatch) -> SceneBatch:
     ref = batches[0]
     for k, b in enumerate(batches[1:], 1):
         if b.states.shape[1:] != ref.states.shape[1:] or b.config != ref.config:
-            raise ValueError(f"batches[{k}] has steps x slots {b.states.shape[1:3]} and its own road; batches[0] has "
-                             f"{ref.states.shape[1:3]}: only batches of one horizon, slot count and RoadConfig stack")
-    return SceneBatch(*(np.concatenate([getattr(b, k) for b in batches]) for k in ("states", "controls", "present", "v0")),
-                      ref.config)
+            raise ValueError(
+                f"batches[{k}] has steps x slots {b.states.shape[1:3]} and its own road; batches[0] has "
+                f"{ref.states.shape[1:3]}: only batches of one horizon, slot count and RoadConfig stack"
+            )
+    return SceneBatch(
+        *(np.concatenate([getattr(b, k) for b in batches]) for k in ("states", "controls", "present", "v0")), ref.config
+    )
 
 
 def _check_config(config: Any) -> RoadConfig:
@@ -244,8 +261,10 @@ def bicycle_step(state: Any, control: Any, dt: float, wheelbase: float) -> Any:
     dt = check_real(dt, "dt", lo=0.0, lo_open=True)
     wheelbase = check_real(wheelbase, "wheelbase", lo=0.0, lo_open=True)
     if getattr(state, "shape", (None,))[-1:] != (4,) or getattr(control, "shape", (None,))[-1:] != (2,):
-        raise ValueError(f"state must end in 4 ([x, y, heading, speed]) and control in 2 ([accel, steer]); got shapes "
-                         f"{getattr(state, 'shape', None)} and {getattr(control, 'shape', None)}")
+        raise ValueError(
+            f"state must end in 4 ([x, y, heading, speed]) and control in 2 ([accel, steer]); got shapes "
+            f"{getattr(state, 'shape', None)} and {getattr(control, 'shape', None)}"
+        )
     for name, z in (("state", state), ("control", control)):
         fin = np.isfinite(z) if isinstance(z, np.ndarray) else __import__("torch").isfinite(z)
         if not bool(fin.all()):
@@ -357,8 +376,9 @@ def _check_boxes(boxes: Any, name: str) -> np.ndarray:
         raise ValueError(f"{name} hold NaN or infinite values; boxes [x, y, heading, length, width] must be finite")
     for j, what in ((3, "length"), (4, "width")):
         if np.any(b[..., j] < 0):
-            raise ValueError(f"{name} have a negative {what} ({b[..., j][b[..., j] < 0].ravel()[0]!r}); "
-                             f"a box's {what} must be >= 0")
+            raise ValueError(
+                f"{name} have a negative {what} ({b[..., j][b[..., j] < 0].ravel()[0]!r}); a box's {what} must be >= 0"
+            )
     return b
 
 
@@ -392,8 +412,9 @@ def _box_corners(b: np.ndarray) -> np.ndarray:
     sy = np.array([1, 1, -1, -1])
     lx = sx * hl[..., None]  # (..., 4)
     ly = sy * hw[..., None]
-    return np.stack([b[..., 0, None] + c[..., None] * lx - s[..., None] * ly,
-                     b[..., 1, None] + s[..., None] * lx + c[..., None] * ly], -1)
+    return np.stack(
+        [b[..., 0, None] + c[..., None] * lx - s[..., None] * ly, b[..., 1, None] + s[..., None] * lx + c[..., None] * ly], -1
+    )
 
 
 def boxes_overlap(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -521,8 +542,10 @@ def check_no_overlap(states0: np.ndarray, present: np.ndarray, config: RoadConfi
     ov &= ~np.eye(n, dtype=bool)[None]
     if ov.any():
         s, i, j = np.argwhere(ov)[0]
-        raise ValueError(f"vehicles {i} and {j} of scene {s} overlap at t = 0 (positions {s0[s, i, :2].round(2).tolist()} "
-                         f"and {s0[s, j, :2].round(2).tolist()}); every pair of vehicles must start apart")
+        raise ValueError(
+            f"vehicles {i} and {j} of scene {s} overlap at t = 0 (positions {s0[s, i, :2].round(2).tolist()} "
+            f"and {s0[s, j, :2].round(2).tolist()}); every pair of vehicles must start apart"
+        )
 
 
 def _check_initial(states0: Any, present: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -66,7 +66,7 @@ def _pair_clearance(pa, pb_x, pb_y, c: RoadConfig):
     r = float(np.sqrt((c.length / 6) ** 2 + (c.width / 2) ** 2))
     dx = pa[..., :, None, 0] - pb_x[..., None, :]  # (..., 3, 3)
     dy = pa[..., :, None, 1] - pb_y[..., None, :]
-    d = torch.sqrt(dx ** 2 + dy ** 2 + 1e-9)
+    d = torch.sqrt(dx**2 + dy**2 + 1e-9)
     return d.amin((-1, -2)) - 2 * r
 
 
@@ -153,8 +153,9 @@ def _road_penalty(traj, c: RoadConfig):
     return (torch.relu(c.width / 2 - y) ** 2 + torch.relu(y - (c.road_width - c.width / 2)) ** 2).sum(-1)
 
 
-def attack_adversary(scenes: SceneBatch, scene_idx: np.ndarray, adversary: np.ndarray, *, iters: int = 60, lr: float = 0.15,
-                     tau: float = 0.5) -> np.ndarray:
+def attack_adversary(
+    scenes: SceneBatch, scene_idx: np.ndarray, adversary: np.ndarray, *, iters: int = 60, lr: float = 0.15, tau: float = 0.5
+) -> np.ndarray:
     """Collision stage (stand-in for CTG's collision-guided diffusion): optimise the
     adversary's controls by gradient descent through the bicycle dynamics so that it
     meets the logged ego.
@@ -240,8 +241,15 @@ def _outcome(b: SceneBatch, si: np.ndarray, adv: np.ndarray, adv_traj: np.ndarra
     return dist.min(1), t_hit, first_other, off.any(1)
 
 
-def graded_rewards(min_dist: np.ndarray, t_hit: np.ndarray, first_other: np.ndarray, off_road: np.ndarray, horizon: int, *,
-                   near_miss: float = 2.0) -> np.ndarray:
+def graded_rewards(
+    min_dist: np.ndarray,
+    t_hit: np.ndarray,
+    first_other: np.ndarray,
+    off_road: np.ndarray,
+    horizon: int,
+    *,
+    near_miss: float = 2.0,
+) -> np.ndarray:
     """The graded reward of an attack (our reading of the paper's label dict, see note).
 
     1 for a feasible collision (the adversary reaches the ego within the horizon, stays on
@@ -285,8 +293,7 @@ def graded_rewards(min_dist: np.ndarray, t_hit: np.ndarray, first_other: np.ndar
     md, th, fo, off = arrays
     for name, z in (("min_dist", md), ("t_hit", th), ("first_other", fo)):
         if z.dtype.kind not in "iuf" or np.any(np.isnan(z)) or np.any(z < 0):
-            raise ValueError(f"{name} must hold numbers >= 0 without NaN; got dtype {z.dtype}, "
-                             f"values {z.ravel()[:5].tolist()}")
+            raise ValueError(f"{name} must hold numbers >= 0 without NaN; got dtype {z.dtype}, values {z.ravel()[:5].tolist()}")
     feasible = (th <= horizon) & (fo > th) & ~off.astype(bool)
     return np.where(feasible, 1.0, np.where((md < near_miss) & ~off.astype(bool), 0.5, 0.0))
 
@@ -327,8 +334,18 @@ def attack_labels(scenes: SceneBatch, *, iters: int = 60, near_miss: float = 2.0
     return rewards, trajs
 
 
-def evade_ego(scenes: SceneBatch, scene_idx: np.ndarray, adversary: np.ndarray, adv_traj: np.ndarray, *, iters: int = 100,
-              lr: float = 0.05, clearance: float = 0.6, track_weight: float = 1.0, lateral_weight: float = 1.0) -> np.ndarray:
+def evade_ego(
+    scenes: SceneBatch,
+    scene_idx: np.ndarray,
+    adversary: np.ndarray,
+    adv_traj: np.ndarray,
+    *,
+    iters: int = 100,
+    lr: float = 0.05,
+    clearance: float = 0.6,
+    track_weight: float = 1.0,
+    lateral_weight: float = 1.0,
+) -> np.ndarray:
     """Open-loop evasion stage (a sensitivity setting; the causal one is
     :func:`evade_ego_receding`): with the adversary's whole attack trajectory known in
     advance, re-optimise all of the ego's controls at once so that it keeps a disc clearance
@@ -457,9 +474,20 @@ def _predict_cv(obs: np.ndarray, steps: int, dt: float) -> np.ndarray:
     return out
 
 
-def evade_ego_receding(scenes: SceneBatch, scene_idx: np.ndarray, adversary: np.ndarray, adv_traj: np.ndarray, *,
-                       n_step_action: int = 5, iters: int = 100, replan_iters: int = 20, lr: float = 0.05,
-                       clearance: float = 0.6, track_weight: float = 1.0, lateral_weight: float = 1.0) -> np.ndarray:
+def evade_ego_receding(
+    scenes: SceneBatch,
+    scene_idx: np.ndarray,
+    adversary: np.ndarray,
+    adv_traj: np.ndarray,
+    *,
+    n_step_action: int = 5,
+    iters: int = 100,
+    replan_iters: int = 20,
+    lr: float = 0.05,
+    clearance: float = 0.6,
+    track_weight: float = 1.0,
+    lateral_weight: float = 1.0,
+) -> np.ndarray:
     """Causal, receding-horizon evasion stage (stand-in for the authors' closed-loop second
     simulation, ``guided_rollout_second_time`` with ``n_step_action = 5``): every
     ``n_step_action`` steps the ego replans from what it has observed, and executes the first
@@ -559,15 +587,25 @@ def evade_ego_receding(scenes: SceneBatch, scene_idx: np.ndarray, adversary: np.
             opt.step()
         plan[:, k0:] = raw.detach().numpy()
         with torch.no_grad():
-            done = _rollout_torch_scan(s0, _from_raw(torch.as_tensor(plan[:, k0:k0 + n_step_action]), c), c).numpy()
-        ego[:, k0 + 1:k0 + n_step_action + 1] = done[:, 1:]
+            done = _rollout_torch_scan(s0, _from_raw(torch.as_tensor(plan[:, k0 : k0 + n_step_action]), c), c).numpy()
+        ego[:, k0 + 1 : k0 + n_step_action + 1] = done[:, 1:]
     return ego
 
 
-def make_scenarios(scenes: SceneBatch, choice: np.ndarray, attack_trajs: np.ndarray | None = None, *,
-                   band: tuple[float, float] = (0.5, 3.0), iters: int = 100, track_weight: float = 1.0,
-                   attack_iters: int = 60, lateral_weight: float = 1.0, evasion: str = "receding",
-                   n_step_action: int = 5, replan_iters: int = 20) -> tuple[SceneBatch, dict[str, np.ndarray]]:
+def make_scenarios(
+    scenes: SceneBatch,
+    choice: np.ndarray,
+    attack_trajs: np.ndarray | None = None,
+    *,
+    band: tuple[float, float] = (0.5, 3.0),
+    iters: int = 100,
+    track_weight: float = 1.0,
+    attack_iters: int = 60,
+    lateral_weight: float = 1.0,
+    evasion: str = "receding",
+    n_step_action: int = 5,
+    replan_iters: int = 20,
+) -> tuple[SceneBatch, dict[str, np.ndarray]]:
     """Two-stage generation for the chosen adversaries: keep the collision-stage
     trajectory of the chosen vehicle, re-simulate the ego into an evasion and keep the scene
     only if the ego–adversary minimum box distance lies in ``band`` (a near miss) and the
@@ -631,8 +669,17 @@ def make_scenarios(scenes: SceneBatch, choice: np.ndarray, attack_trajs: np.ndar
     adv = ch[att]
     at = tr[att, adv]
     if evasion == "receding":
-        ego = evade_ego_receding(b, att, adv, at, n_step_action=n_step_action, iters=iters, replan_iters=replan_iters,
-                                 track_weight=track_weight, lateral_weight=lateral_weight)
+        ego = evade_ego_receding(
+            b,
+            att,
+            adv,
+            at,
+            n_step_action=n_step_action,
+            iters=iters,
+            replan_iters=replan_iters,
+            track_weight=track_weight,
+            lateral_weight=lateral_weight,
+        )
     else:
         ego = evade_ego(b, att, adv, at, iters=iters, track_weight=track_weight, lateral_weight=lateral_weight)
     states = b.states[att].copy()
@@ -646,6 +693,11 @@ def make_scenarios(scenes: SceneBatch, choice: np.ndarray, attack_trajs: np.ndar
     touch = (_boxes_overlap(bx[:, :, :1], bx) & m[:, None]).any((1, 2))
     on_road = (ego[..., 1] >= 0).all(1) & (ego[..., 1] <= c.road_width).all(1)
     kept = (md >= lo) & (md <= hi) & ~touch & on_road
-    gen = SceneBatch(states[kept], np.zeros((int(kept.sum()), b.horizon) + b.present.shape[1:] + (2,)), b.present[att][kept],
-                     b.v0[att][kept], c)
+    gen = SceneBatch(
+        states[kept],
+        np.zeros((int(kept.sum()), b.horizon) + b.present.shape[1:] + (2,)),
+        b.present[att][kept],
+        b.v0[att][kept],
+        c,
+    )
     return gen, {"scene": att[kept], "adversary": adv[kept], "min_dist": md, "kept": kept, "attempted": att}

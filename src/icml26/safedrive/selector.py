@@ -55,8 +55,20 @@ def candidate_features(scenes: SceneBatch) -> tuple[np.ndarray, np.ndarray]:
     closing = np.where(dx > 0, -dv, dv)
     ttc = np.minimum(np.abs(dx) / np.maximum(closing, 0.1), 10.0) / 10.0
     same = np.abs(dy) < b.config.lane_width / 2
-    f = np.stack([dx / 30, dy / b.config.lane_width, dv / 5, s[..., 3] / 15, np.abs(dx) / 30, (dx > 0).astype(float),
-                  same.astype(float), ttc, np.zeros_like(dx)], -1)
+    f = np.stack(
+        [
+            dx / 30,
+            dy / b.config.lane_width,
+            dv / 5,
+            s[..., 3] / 15,
+            np.abs(dx) / 30,
+            (dx > 0).astype(float),
+            same.astype(float),
+            ttc,
+            np.zeros_like(dx),
+        ],
+        -1,
+    )
     cand = b.present.copy()
     cand[:, 0] = False
     far = np.where(cand, np.abs(dx), np.inf).min(1)
@@ -89,8 +101,7 @@ class SelectorPolicy:
 
         self.hidden = check_int(hidden, "hidden")
         torch.manual_seed(seed_from(random_state))
-        self.net = torch.nn.Sequential(torch.nn.Linear(N_FEATURES, self.hidden), torch.nn.Tanh(),
-                                       torch.nn.Linear(self.hidden, 1))
+        self.net = torch.nn.Sequential(torch.nn.Linear(N_FEATURES, self.hidden), torch.nn.Tanh(), torch.nn.Linear(self.hidden, 1))
         self.history: list[dict[str, float]] = []
 
     def log_probs(self, features, mask):
@@ -194,7 +205,9 @@ def _grpo_loss(logp_new, logp_old, logp_ref, rewards, *, clip_eps: float = 0.2, 
     eps = check_real(eps, "eps", lo=0.0, lo_open=True)
     ts = [torch.as_tensor(z) for z in (logp_new, logp_old, logp_ref, rewards)]
     if len({tuple(z.shape) for z in ts}) != 1 or ts[0].ndim != 2 or ts[0].shape[1] < 2:
-        raise ValueError(f"logp_new, logp_old, logp_ref and rewards must share a shape (B, G) with G >= 2; got {[tuple(z.shape) for z in ts]}")
+        raise ValueError(
+            f"logp_new, logp_old, logp_ref and rewards must share a shape (B, G) with G >= 2; got {[tuple(z.shape) for z in ts]}"
+        )
     new, old, ref, r = ts
     adv = group_advantages(r, sd="sample", eps=eps)  # the authors' trainer: torch's sample std, + 1e-4
     ratio = torch.exp(new - old.detach())
@@ -203,9 +216,21 @@ def _grpo_loss(logp_new, logp_old, logp_ref, rewards, *, clip_eps: float = 0.2, 
     return -(surr - beta * kl).mean()
 
 
-def train_selector(policy: SelectorPolicy, features: np.ndarray, mask: np.ndarray, rewards: np.ndarray, *, iters: int = 150,
-                   group: int = 8, batch: int = 32, inner: int = 2, lr: float = 3e-3, clip_eps: float = 0.2, beta: float = 0.01,
-                   random_state: RandomState = None) -> SelectorPolicy:
+def train_selector(
+    policy: SelectorPolicy,
+    features: np.ndarray,
+    mask: np.ndarray,
+    rewards: np.ndarray,
+    *,
+    iters: int = 150,
+    group: int = 8,
+    batch: int = 32,
+    inner: int = 2,
+    lr: float = 3e-3,
+    clip_eps: float = 0.2,
+    beta: float = 0.01,
+    random_state: RandomState = None,
+) -> SelectorPolicy:
     """Train the selector with GRPO on the graded label dicts.
 
     Each iteration samples ``batch`` scenes and ``group`` answers per scene from the
@@ -241,7 +266,9 @@ def train_selector(policy: SelectorPolicy, features: np.ndarray, mask: np.ndarra
     r = np.asarray(rewards, dtype=float)
     if r.shape != m.shape or f.shape[:2] != m.shape:
         raise ValueError(f"features (S, N, F), mask (S, N) and rewards (S, N) must agree; got {f.shape}, {m.shape}, {r.shape}")
-    iters, group, batch, inner = (check_int(v, k) for v, k in ((iters, "iters"), (group, "group"), (batch, "batch"), (inner, "inner")))
+    iters, group, batch, inner = (
+        check_int(v, k) for v, k in ((iters, "iters"), (group, "group"), (batch, "batch"), (inner, "inner"))
+    )
     if group < 2:
         raise ValueError(f"group={group!r} must be >= 2 (advantages are normalised within a group)")
     lr = check_real(lr, "lr", lo=0.0, lo_open=True)

@@ -20,8 +20,9 @@ from .road import RoadConfig, SceneBatch, _bicycle_step, _boxes, _boxes_overlap,
 
 
 # ----------------------------------------------------------------------------- traffic
-def sample_initial_scenes(n_scenes: int, *, n_agents: tuple[int, int] = (4, 8), config: RoadConfig | None = None,
-                          random_state: RandomState = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def sample_initial_scenes(
+    n_scenes: int, *, n_agents: tuple[int, int] = (4, 8), config: RoadConfig | None = None, random_state: RandomState = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Draw initial scenes: an ego at :math:`x = 0` and 4–8 agents, none overlapping.
 
     Agents are placed in random lanes at :math:`x \\sim U(-35, 60)` m with at least
@@ -93,7 +94,8 @@ def sample_initial_scenes(n_scenes: int, *, n_agents: tuple[int, int] = (4, 8), 
                 f"sample_initial_scenes could place only {slot - 1} of the {k} agents drawn for scene {s} "
                 f"(n_agents={n_agents!r}) in 200 random draws: {c.n_lanes} lanes of x in [-35, 60) m with "
                 f"{c.length + 6.0:g} m between vehicles of a lane hold at most {c.n_lanes * per_lane - 1} agents, "
-                "and random placement fills far fewer; ask for fewer agents or more lanes")
+                "and random placement fills far fewer; ask for fewer agents or more lanes"
+            )
         for j in range(slot, n):  # absent slots: parked far off the road, never interact
             states[s, j] = [-1000.0 - 50.0 * j, -100.0, 0.0, 0.0]
     return states, present, v0
@@ -127,13 +129,27 @@ def _idm(v: np.ndarray, v_lead: np.ndarray, gap: np.ndarray, v0: np.ndarray, c: 
 def _traffic_context(present: np.ndarray, c: RoadConfig) -> dict[str, Any]:
     """What :func:`_traffic_controls` needs every step but depends only on who is present."""
     S, N = present.shape
-    return {"other": ~np.eye(N, dtype=bool)[None] & present[:, None, :], "present_l": present[..., None],
-            "si": np.arange(S)[:, None, None], "ni": np.arange(N)[None, :, None], "s2": np.arange(S)[:, None], "n2": np.arange(N)[None, :],
-            "lanes": np.arange(c.n_lanes)[None, None, :], "centres": c.lane_centres()}
+    return {
+        "other": ~np.eye(N, dtype=bool)[None] & present[:, None, :],
+        "present_l": present[..., None],
+        "si": np.arange(S)[:, None, None],
+        "ni": np.arange(N)[None, :, None],
+        "s2": np.arange(S)[:, None],
+        "n2": np.arange(N)[None, :],
+        "lanes": np.arange(c.n_lanes)[None, None, :],
+        "centres": c.lane_centres(),
+    }
 
 
-def _traffic_controls(st: np.ndarray, present: np.ndarray, v0: np.ndarray, target: np.ndarray, decide: bool,
-                      c: RoadConfig, ctx: dict[str, Any] | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _traffic_controls(
+    st: np.ndarray,
+    present: np.ndarray,
+    v0: np.ndarray,
+    target: np.ndarray,
+    decide: bool,
+    c: RoadConfig,
+    ctx: dict[str, Any] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Vectorised IDM + MOBIL controls for every vehicle of every scene. Shapes (S, N).
 
     ``ctx`` (:func:`_traffic_context`) may be passed in to save rebuilding it every step."""
@@ -191,8 +207,9 @@ def _traffic_controls(st: np.ndarray, present: np.ndarray, v0: np.ndarray, targe
     return ctrl, new_target
 
 
-def rollout_traffic(states0: np.ndarray, present: np.ndarray, v0: np.ndarray, horizon: int,
-                    config: RoadConfig | None = None) -> SceneBatch:
+def rollout_traffic(
+    states0: np.ndarray, present: np.ndarray, v0: np.ndarray, horizon: int, config: RoadConfig | None = None
+) -> SceneBatch:
     """Simulate benign traffic: every vehicle (the ego too) is an IDM + MOBIL driver on a
     kinematic bicycle, vectorised over scenes and agents (:func:`_rollout_vec`; a single
     scene too, where it is still faster than the per-agent loop of
@@ -285,8 +302,9 @@ def _rollout_vec(s0: np.ndarray, pr: np.ndarray, v0: np.ndarray, horizon: int, c
     # an absent slot keeps its state; with zero controls the bicycle step leaves a finite state at
     # speed +0 (and no -0 coordinate) exactly where it is, so such slots need no copying back
     park = s0[absent]
-    moving_absent = bool(absent.any()) and not (np.isfinite(park).all() and np.all(park[:, 3] == 0)
-                                                  and not (np.signbit(park) & (park == 0)).any())
+    moving_absent = bool(absent.any()) and not (
+        np.isfinite(park).all() and np.all(park[:, 3] == 0) and not (np.signbit(park) & (park == 0)).any()
+    )
     dl = np.array([-1, 1])[:, None, None]  # (2, 1, 1): left, right
     tgt_lane = lanes == target[..., None]  # (S, N, L)
     y_target = centres[target]
@@ -326,8 +344,7 @@ def _rollout_vec(s0: np.ndarray, pr: np.ndarray, v0: np.ndarray, horizon: int, c
             gf_n = gap_f[s2, n2, lnc]
             vf_n = vf[s2, n2, lnc]
             a_new = idm(v, vl[s2, n2, lnc], np.maximum(g_n, 0.1), free, base)
-            a_fol = idm(vf_n, v, np.maximum(gf_n, 0.1), 1.0 - (np.maximum(vf_n, 0.0) / 30.0) ** c.delta,
-                        c.s0 + vf_n * c.headway)
+            a_fol = idm(vf_n, v, np.maximum(gf_n, 0.1), 1.0 - (np.maximum(vf_n, 0.0) / 30.0) ** c.delta, c.s0 + vf_n * c.headway)
             gain = a_new - a_cur
             ok = valid & (g_n > 2.0) & (gf_n > 2.0) & (a_fol > -c.b_safe)
             take = ok[0] & (gain[0] > c.lc_threshold)
@@ -353,8 +370,9 @@ def _rollout_vec(s0: np.ndarray, pr: np.ndarray, v0: np.ndarray, horizon: int, c
     return states, controls
 
 
-def _loop_neighbour(cur: list, row: np.ndarray, i: int, xi: float, lane: int, ahead: bool, occupies: Any,
-                    length: float) -> tuple[float, float]:
+def _loop_neighbour(
+    cur: list, row: np.ndarray, i: int, xi: float, lane: int, ahead: bool, occupies: Any, length: float
+) -> tuple[float, float]:
     """Nearest vehicle ahead (or behind) of vehicle ``i`` in ``lane``, one vehicle at a time."""
     import math
 
@@ -366,8 +384,9 @@ def _loop_neighbour(cur: list, row: np.ndarray, i: int, xi: float, lane: int, ah
     return best - length, bv
 
 
-def rollout_traffic_loop(states0: np.ndarray, present: np.ndarray, v0: np.ndarray, horizon: int,
-                         config: RoadConfig | None = None) -> SceneBatch:
+def rollout_traffic_loop(
+    states0: np.ndarray, present: np.ndarray, v0: np.ndarray, horizon: int, config: RoadConfig | None = None
+) -> SceneBatch:
     """Reference for :func:`rollout_traffic`: the same model written as plain Python loops
     over scenes and agents (one vehicle at a time, scalar math). Used to test and time the
     vectorised simulator.
@@ -461,13 +480,23 @@ def _rollout_traffic_loop(s0: np.ndarray, pr: np.ndarray, v0: np.ndarray, horizo
                 steer = math.atan(2.0 * (th_d - thi) * c.wheelbase / max(vi, 1.0))
                 steer = min(max(steer, -c.steer_max), c.steer_max)
                 controls[s, t, i] = (acc, steer)
-                states[s, t + 1, i] = (xi + vi * math.cos(thi) * c.dt, yi + vi * math.sin(thi) * c.dt,
-                                       thi + vi / c.wheelbase * math.tan(steer) * c.dt, max(vi + acc * c.dt, 0.0))
+                states[s, t + 1, i] = (
+                    xi + vi * math.cos(thi) * c.dt,
+                    yi + vi * math.sin(thi) * c.dt,
+                    thi + vi / c.wheelbase * math.tan(steer) * c.dt,
+                    max(vi + acc * c.dt, 0.0),
+                )
     return SceneBatch(states, controls, pr.copy(), v0.copy(), c)
 
 
-def benign_scenes(n_scenes: int, horizon: int = 40, *, n_agents: tuple[int, int] = (4, 8),
-                  config: RoadConfig | None = None, random_state: RandomState = None) -> SceneBatch:
+def benign_scenes(
+    n_scenes: int,
+    horizon: int = 40,
+    *,
+    n_agents: tuple[int, int] = (4, 8),
+    config: RoadConfig | None = None,
+    random_state: RandomState = None,
+) -> SceneBatch:
     """Benign driving logs (stand-in for nuScenes): :func:`sample_initial_scenes` then
     :func:`rollout_traffic`. Scenes where benign traffic itself collides are redrawn.
 
