@@ -177,6 +177,80 @@ def test_split_sizes_and_standardisation(iris):
     np.testing.assert_array_equal(noisy.X_test, again.X_test)
 
 
+def test_label_noise_replaces_a_fraction_of_the_labels():
+    y = np.repeat(np.arange(10), 10_000)
+    out = C._replace_labels(y, 0.2, 10, np.random.default_rng(0))
+    # replaced with probability 0.2 and redrawn uniformly over 10 classes: changed with probability 0.18
+    # (sd of the share over 1e5 labels: 0.0012)
+    assert abs(np.mean(out != y) - 0.18) < 0.006
+    np.testing.assert_array_equal(np.bincount(out, minlength=10) > 9_000, True)
+    assert out.min() >= 0 and out.max() <= 9
+    np.testing.assert_array_equal(C._replace_labels(y, 0.0, 10, np.random.default_rng(0)), y)
+
+
+def test_label_noise_in_a_split():
+    clean = C.load_calibration_split("digits", random_state=0)
+    default = C.load_calibration_split("digits", random_state=0, label_noise=0.0)
+    np.testing.assert_array_equal(clean.y_test, default.y_test)
+    np.testing.assert_array_equal(clean.X_test, default.X_test)
+    noisy = C.load_calibration_split("digits", random_state=0, label_noise=0.2)
+    again = C.load_calibration_split("digits", random_state=0, label_noise=0.2)
+    np.testing.assert_array_equal(noisy.y_test, again.y_test)
+    assert noisy.n_classes == 10 and len(noisy.y_test) == len(clean.y_test)
+    assert not np.array_equal(noisy.y_train, clean.y_train)
+    with pytest.raises(ValueError, match="label_noise"):
+        C.load_calibration_split("noisy", label_noise=0.1)
+
+
+def test_n_epochs_gives_a_step_floor():
+    assert C.n_epochs(1200, 200, 128, 1000) == 200  # 10 batches an epoch: 2000 steps already
+    assert C.n_epochs(90, 200, 128, 1000) == 1000  # one batch an epoch
+    assert C.n_epochs(341, 200, 128, 1000) == 334  # 3 batches: ceil(1000 / 3)
+    assert C.n_epochs(90, 5, 128) == 5
+
+
+def test_min_steps_trains_longer_on_a_small_set(iris):
+    short = C.fit_mlp(iris, epochs=2, random_state=0)
+    again = C.fit_mlp(iris, epochs=2, min_steps=2, random_state=0)
+    longer = C.fit_mlp(iris, epochs=2, min_steps=5, random_state=0)
+    five = C.fit_mlp(iris, epochs=5, random_state=0)
+    for a, b, c, d in zip(*(m.mlp.module.parameters() for m in (short, again, longer, five))):
+        assert torch.equal(a, b) and torch.equal(c, d)
+    assert not torch.equal(next(short.mlp.module.parameters()), next(longer.mlp.module.parameters()))
+
+
+def _ts_control(sharpen, n_reps=6, n=1000, K=5):
+    """The chapter's positive control on forecasts of known calibration: log(ECE CE / ECE TS) over replicates,
+    TS fitted on a calibration half; the labels are drawn from softmax(z), the forecast is softmax(sharpen * z)."""
+    from icml26.book import chapter
+
+    cut = float(np.log(1 / 0.8))
+    ce, ts = [], []
+    for r in range(n_reps):
+        rng = np.random.default_rng(r)
+        z = rng.normal(size=(2 * n, K)) * 1.5
+        p_true = np.exp(z) / np.exp(z).sum(1, keepdims=True)
+        y = (p_true.cumsum(1) > rng.random((2 * n, 1))).argmax(1)
+        zf = sharpen * z
+        T = C.fit_temperature(zf[:n], y[:n])
+        pf = np.exp(zf[n:] - zf[n:].max(1, keepdims=True))
+        pf /= pf.sum(1, keepdims=True)
+        pt = np.exp((zf[n:] - zf[n:].max(1, keepdims=True)) / T)
+        pt /= pt.sum(1, keepdims=True)
+        ce.append(C.top_label_ece(pf, y[n:]))
+        ts.append(C.top_label_ece(pt, y[n:]))
+    return chapter.paired_effect(np.log(ce), np.log(ts), smallest_effect=cut, basis="as chapter 17", names=("CE", "TS"))
+
+
+def test_the_temperature_scaling_control_can_fail():
+    # a calibrated forecast: temperature scaling has nothing to cut, and the control must not pass
+    calibrated = _ts_control(1.0)
+    assert calibrated.outcome != "supports", calibrated.detail
+    # an overconfident one (logits tripled, as a network fitted past zero training error): it passes
+    over = _ts_control(3.0)
+    assert over.outcome == "supports" and over.stats["effect"] > 1.0, over.detail
+
+
 def test_adapter_keeps_the_argmax():
     torch.manual_seed(0)
     z = torch.randn(2000, 7) * 5

@@ -117,12 +117,24 @@ def test_load_calibration_split_bad_input():
     rejects(C.load_calibration_split, "noisy", noise=np.nan, match="noise")
     rejects(C.load_calibration_split, "iris", random_state=-1, match="random_state")
     rejects(C.load_calibration_split, "iris", random_state=1.5)
+    rejects(C.load_calibration_split, "iris", label_noise=1.0, match="label_noise")
+    rejects(C.load_calibration_split, "iris", label_noise=-0.1, match="label_noise")
+    rejects(C.load_calibration_split, "noisy", label_noise=0.2, match="label_noise.*noise=")
+
+
+@covers("calib.n_epochs")
+def test_n_epochs_bad_input():
+    rejects(C.n_epochs, 0, 10, 128, match="n")
+    rejects(C.n_epochs, 90, 0, 128, match="epochs")
+    rejects(C.n_epochs, 90, 10, 0, match="batch_size")
+    rejects(C.n_epochs, 90, 10, 128, -1, match="min_steps")
+    rejects(C.n_epochs, 90, 10, 128, 2.5, match="min_steps")
 
 
 @covers("calib.fit_mlp", "calib.fit_ddso")
 @FAST
 @given(st.sampled_from([dict(epochs=0), dict(epochs=-3), dict(lr=0.0), dict(lr=np.nan), dict(batch_size=0), dict(hidden=0),
-                        dict(epochs="5")]))
+                        dict(epochs="5"), dict(min_steps=-1), dict(min_steps=1.5)]))
 def test_training_budgets(kw):
     split = C.load_calibration_split("iris", random_state=0)
     rejects(C.fit_mlp, split, **kw)

@@ -414,22 +414,31 @@ class Split:
     n_classes: int
 
 
-def load_calibration_split(name: str, *, random_state: RandomState = 0, noise: float = 0.1) -> Split:
+def load_calibration_split(name: str, *, random_state: RandomState = 0, noise: float = 0.1,
+                           label_noise: float = 0.0) -> Split:
     """One of the chapter's data sets, split 60 / 20 / 20 (stratified) and standardised on the train part.
 
     ``"digits"``, ``"wine"``, ``"breast_cancer"``, ``"iris"`` are scikit-learn's bundled
     sets; ``"noisy"`` is ``make_classification`` with 2000 points, 10 classes, 20 features
     (10 informative) and a fraction ``noise`` of labels replaced by random ones
-    (``flip_y``), drawn from ``random_state``.
+    (``flip_y``), drawn from ``random_state``. ``label_noise`` does the same to a bundled
+    set: each label, with probability ``label_noise``, is replaced by a class drawn
+    uniformly at random (it may draw the same class), before the split, so that the
+    train, calibration and test labels are equally noisy — a task with genuine label
+    noise, on which an over-parameterised network trained past zero training error is
+    overconfident (Guo et al., 2017; Zhang et al., 2017).
 
     Parameters
     ----------
     name : str
         One of :data:`DATASETS`.
     random_state : int, numpy.random.Generator or None
-        Seeds the split (and the synthetic set).
+        Seeds the split, the synthetic set and the label noise.
     noise : float, default 0.1
         Label-noise fraction of ``"noisy"`` in ``[0, 1)``.
+    label_noise : float, default 0.0
+        Label-noise fraction of a bundled set in ``[0, 1)``; ``"noisy"`` takes its own from
+        ``noise`` and refuses ``label_noise > 0``.
 
     Returns
     -------
@@ -438,6 +447,9 @@ def load_calibration_split(name: str, *, random_state: RandomState = 0, noise: f
     References
     ----------
     scikit-learn's bundled data sets; the reconstruction plan of chapter 17 (60/20/20).
+    Label noise as ``sklearn.datasets.make_classification``'s ``flip_y``. Zhang, Bengio,
+    Hardt, Recht & Vinyals, Understanding deep learning requires rethinking generalization,
+    ICLR 2017 (over-parameterised networks fit random labels).
     """
     from sklearn import datasets
     from sklearn.model_selection import train_test_split
@@ -446,6 +458,9 @@ def load_calibration_split(name: str, *, random_state: RandomState = 0, noise: f
     if not isinstance(name, str) or name not in DATASETS:
         raise ValueError(f"name={name!r} is not a data set of this chapter; use one of {', '.join(DATASETS)}")
     noise = check_real(noise, "noise", lo=0.0, hi=1.0, hi_open=True)
+    label_noise = check_real(label_noise, "label_noise", lo=0.0, hi=1.0, hi_open=True)
+    if name == "noisy" and label_noise > 0:
+        raise ValueError(f"label_noise={label_noise!r} is for the bundled sets; the 'noisy' set takes its label noise from noise=")
     seed = seed_from(random_state)
     if name == "noisy":
         X, y = datasets.make_classification(
@@ -454,12 +469,23 @@ def load_calibration_split(name: str, *, random_state: RandomState = 0, noise: f
         )
     else:
         X, y = getattr(datasets, f"load_{name}")(return_X_y=True)
+    K = int(y.max()) + 1  # classes 0..K-1 in every set; counted before any label is replaced
+    if label_noise > 0:
+        y = _replace_labels(y, label_noise, K, np.random.default_rng([seed, 17]))  # apart from the split's draws
     X_tr, X_rest, y_tr, y_rest = train_test_split(X, y, test_size=0.4, stratify=y, random_state=seed)
     X_cal, X_te, y_cal, y_te = train_test_split(X_rest, y_rest, test_size=0.5, stratify=y_rest, random_state=seed)
     sc = StandardScaler().fit(X_tr)
     f32 = lambda a: sc.transform(a).astype(np.float32)  # noqa: E731
     return Split(name, f32(X_tr), y_tr.astype(np.int64), f32(X_cal), y_cal.astype(np.int64), f32(X_te), y_te.astype(np.int64),
-                 int(y.max()) + 1)
+                 K)
+
+
+def _replace_labels(y: np.ndarray, fraction: float, n_classes: int, rng: np.random.Generator) -> np.ndarray:
+    """A copy of ``y`` with each label, with probability ``fraction``, replaced by a uniform draw from ``0..n_classes-1``."""
+    flip = rng.random(y.shape[0]) < fraction
+    out = y.copy()
+    out[flip] = rng.integers(0, n_classes, size=int(flip.sum()))
+    return out
 
 
 # ----------------------------------------------------------------------------- torch: models and losses
@@ -690,7 +716,8 @@ class Trained:
 
 
 def _train(split: Split, *, loss: str, epochs: int, lr: float, batch_size: int, smoothing: float, gamma: float,
-           stream2: str | None, alpha: float, lam: float, hidden: int, random_state: RandomState) -> Trained:
+           stream2: str | None, alpha: float, lam: float, hidden: int, random_state: RandomState,
+           min_steps: int = 0) -> Trained:
     torch = _torch()
     F = torch.nn.functional
     seed = seed_from(random_state)
@@ -705,7 +732,7 @@ def _train(split: Split, *, loss: str, epochs: int, lr: float, batch_size: int, 
     Xc, yc = torch.as_tensor(split.X_cal), torch.as_tensor(split.y_cal)
     n = Xtr.shape[0]
     bs2 = min(batch_size, Xc.shape[0])
-    for _ in range(epochs):
+    for _ in range(n_epochs(n, epochs, batch_size, min_steps)):
         perm = torch.randperm(n, generator=g1)
         for s in range(0, n, batch_size):
             idx = perm[s:s + batch_size]
@@ -733,15 +760,50 @@ def _train(split: Split, *, loss: str, epochs: int, lr: float, batch_size: int, 
     return Trained(mlp, adapter=adapter)
 
 
-def _check_train_args(split, epochs, lr, batch_size, hidden):
+def n_epochs(n: int, epochs: int, batch_size: int, min_steps: int = 0) -> int:
+    r"""Epochs of a training on ``n`` points: ``epochs``, or more so that it takes at least ``min_steps`` steps.
+
+    .. math:: E = \max\bigl(\mathit{epochs},\ \lceil \mathit{min\_steps} / \lceil n / B \rceil \rceil\bigr),
+
+    with :math:`B` the batch size: a data set of a few dozen points has one batch per
+    epoch, and without the floor it would stop long before a larger set, short of fitting
+    its training labels.
+
+    Parameters
+    ----------
+    n : int
+        Training points (>= 1).
+    epochs : int
+        Epochs asked for (>= 1).
+    batch_size : int
+        Batch size (>= 1).
+    min_steps : int, default 0
+        Least number of optimiser steps (>= 0).
+
+    Returns
+    -------
+    int
+
+    >>> n_epochs(90, 200, 128, 1000), n_epochs(1200, 200, 128, 1000)
+    (1000, 200)
+    """
+    n, epochs = check_int(n, "n", low=1), check_int(epochs, "epochs", low=1)
+    batch_size, min_steps = check_int(batch_size, "batch_size", low=1), check_int(min_steps, "min_steps", low=0)
+    per_epoch = -(-n // batch_size)
+    return max(epochs, -(-min_steps // per_epoch))
+
+
+def _check_train_args(split, epochs, lr, batch_size, hidden, min_steps=0):
     _check_split(split)
+    check_int(min_steps, "min_steps", low=0)
     return (check_int(epochs, "epochs", low=1), check_real(lr, "lr", lo=0.0, lo_open=True),
             check_int(batch_size, "batch_size", low=1), check_int(hidden, "hidden", low=1))
 
 
 def fit_mlp(split: Split, *, loss: str = "ce", epochs: int = 200, lr: float = 1e-3, batch_size: int = 128,
-            smoothing: float = 0.1, gamma: float = 3.0, hidden: int = 128, random_state: RandomState = 0) -> Trained:
-    """Train the MLP on the train part with cross-entropy, label smoothing or focal loss (Adam).
+            smoothing: float = 0.1, gamma: float = 3.0, hidden: int = 128, random_state: RandomState = 0,
+            min_steps: int = 0) -> Trained:
+    """Train the MLP on the train part with cross-entropy, label smoothing or focal loss (Adam, no weight decay).
 
     Parameters
     ----------
@@ -756,6 +818,9 @@ def fit_mlp(split: Split, *, loss: str = "ce", epochs: int = 200, lr: float = 1e
         Focal-loss exponent (>= 0).
     random_state : int, numpy.random.Generator or None
         Seeds the initial weights and the batch order.
+    min_steps : int, default 0
+        Train for more than ``epochs`` epochs where needed to take at least this many
+        optimiser steps (:func:`n_epochs`).
 
     Returns
     -------
@@ -765,17 +830,17 @@ def fit_mlp(split: Split, *, loss: str = "ce", epochs: int = 200, lr: float = 1e
     ----------
     Szegedy et al. 2016 (label smoothing); Mukhoti et al. 2020 (focal loss for calibration).
     """
-    epochs, lr, batch_size, hidden = _check_train_args(split, epochs, lr, batch_size, hidden)
+    epochs, lr, batch_size, hidden = _check_train_args(split, epochs, lr, batch_size, hidden, min_steps)
     if loss not in LOSSES:
         raise ValueError(f"loss={loss!r} is not one of {', '.join(LOSSES)}")
     smoothing = check_real(smoothing, "smoothing", lo=0.0, hi=1.0, hi_open=True)
     gamma = check_real(gamma, "gamma", lo=0.0)
     return _train(split, loss=loss, epochs=epochs, lr=lr, batch_size=batch_size, smoothing=smoothing, gamma=gamma,
-                  stream2=None, alpha=0.0, lam=0.0, hidden=hidden, random_state=random_state)
+                  stream2=None, alpha=0.0, lam=0.0, hidden=hidden, random_state=random_state, min_steps=min_steps)
 
 
 def fit_ddso(split: Split, *, detach: bool = True, alpha: float = 0.1, lam: float = 1.0, epochs: int = 200, lr: float = 1e-3,
-             batch_size: int = 128, hidden: int = 128, random_state: RandomState = 0) -> Trained:
+             batch_size: int = 128, hidden: int = 128, random_state: RandomState = 0, min_steps: int = 0) -> Trained:
     r"""(R) DDSO pre-calibration (``detach=True``) or the naive joint loss (``detach=False``).
 
     Each step takes a training batch for stream 1 and a calibration-split batch for
@@ -797,7 +862,7 @@ def fit_ddso(split: Split, *, detach: bool = True, alpha: float = 0.1, lam: floa
         NLL weight inside :func:`pit_loss`, in ``[0, 1]``.
     lam : float, default 1.0
         Weight of the calibration stream (>= 0).
-    epochs, lr, batch_size, hidden, random_state
+    epochs, lr, batch_size, hidden, random_state, min_steps
         As in :func:`fit_mlp`.
 
     Returns
@@ -810,13 +875,14 @@ def fit_ddso(split: Split, *, detach: bool = True, alpha: float = 0.1, lam: floa
     The ICML 2026 mPAIC / DDSO paper (abstract only: two optimisation streams with gradient
     detachment); the streams' data and the adapter are our reconstruction.
     """
-    epochs, lr, batch_size, hidden = _check_train_args(split, epochs, lr, batch_size, hidden)
+    epochs, lr, batch_size, hidden = _check_train_args(split, epochs, lr, batch_size, hidden, min_steps)
     if not isinstance(detach, (bool, np.bool_)):
         raise TypeError(f"detach={detach!r} must be a bool")
     alpha = check_real(alpha, "alpha", lo=0.0, hi=1.0)
     lam = check_real(lam, "lam", lo=0.0)
     return _train(split, loss="ce", epochs=epochs, lr=lr, batch_size=batch_size, smoothing=0.0, gamma=0.0,
-                  stream2="detach" if detach else "joint", alpha=alpha, lam=lam, hidden=hidden, random_state=random_state)
+                  stream2="detach" if detach else "joint", alpha=alpha, lam=lam, hidden=hidden, random_state=random_state,
+                  min_steps=min_steps)
 
 
 def fit_temperature(logits: Any, labels: Any, *, max_iter: int = 200) -> float:
@@ -922,5 +988,5 @@ def fit_adapter(logits: Any, labels: Any, *, alpha: float = 0.1, steps: int = 30
 __all__ = [
     "DATASETS", "LOSSES", "MLP", "MonotoneAdapter", "Split", "Trained", "adaptive_ece", "calibration_report",
     "classwise_ece", "fit_adapter", "fit_ddso", "fit_mlp", "fit_temperature", "focal_loss", "ks_uniform",
-    "load_calibration_split", "pit_histogram", "pit_loss", "pit_values", "top_label_ece",
+    "load_calibration_split", "n_epochs", "pit_histogram", "pit_loss", "pit_values", "top_label_ece",
 ]
