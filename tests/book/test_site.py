@@ -507,3 +507,28 @@ def test_the_status_page_names_runs_made_on_another_cpu(toy):
     payload.pop("cpu")
     f.write_text(json.dumps(payload))
     assert "Runs whose CPU was not recorded (made before run records named it): 01 at `ci`." in site.status_markdown(toy)
+
+
+def test_the_status_page_names_sweep_tasks_made_on_another_cpu(toy):
+    import json
+    from dataclasses import asdict
+
+    from icml26.book import site
+    from icml26.book import sweep as sw
+
+    here = site.cpu_description()
+    for seed, cpu in ((0, here), (1, "Elsewhere CPU (AVX2)"), (2, "")):
+        d = sw.task_dir(toy, "full", seed, "01-toy")
+        d.mkdir(parents=True)
+        rec = sw.SweepRecord(chapter="01-toy", scale="full", seed=seed, params={}, key="k", status="ok", cpu=cpu)
+        (d / "run.json").write_text(json.dumps(asdict(rec)))
+    status = site.status_markdown(toy)
+    assert "Stored sweep tasks made on another CPU than this build's" in status
+    assert "Elsewhere CPU (AVX2) (1 task: 01 seed 1 at `full`)" in status
+    assert "CPU not recorded (1 task: 01 seed 2 at `full`)" in status
+    assert "01 seed 0" not in status  # the task made here is not named
+    # an old task record (before records named their CPU) still loads, as "not recorded"
+    old = asdict(rec)
+    old.pop("cpu")
+    (sw.task_dir(toy, "full", 2, "01-toy") / "run.json").write_text(json.dumps(old))
+    assert sw.load_task(toy, "full", 2, "01-toy").cpu == ""

@@ -312,3 +312,23 @@ def test_pooling_with_a_smallest_effect_that_varies_by_seed():
     st = pooled["checks"]["better"]["stats"]
     assert st["smallest_effect"] == pytest.approx(0.075) and st["n"] == 6
     assert "varies by seed (0.074 to 0.076): their mean is used" in pooled["checks"]["better"]["detail"]
+
+
+def test_pooling_refuses_nothing_but_names_mixed_cpus():
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    a0, b0, a1, b1 = (rng.normal(m, 0.1, 3) for m in (1.0, 0.0, 1.0, 0.0))
+    same = [(0, {**_row(a0, b0, [0, 1, 2]), "task_cpu": "X"}), (1, {**_row(a1, b1, [1000, 1001, 1002]), "task_cpu": "X"})]
+    mixed = [(0, same[0][1]), (1, {**same[1][1], "task_cpu": "Y (AVX2)"})]
+    agg_same, agg_mixed = sw.aggregate(same), sw.aggregate(mixed)
+    # the same evidence pools to the same decision whatever CPUs made it
+    assert agg_same["overall"] == agg_mixed["overall"] and agg_same["pooled"]["checks"] == agg_mixed["pooled"]["checks"]
+    assert agg_mixed["cpus"] == {"X": [0], "Y (AVX2)": [1]}
+    assert "different CPUs" not in sw.describe(agg_same)
+    assert "pooled over runs on different CPUs (their kernels round differently): X (seed 0); Y (AVX2) (seed 1)" in sw.describe(
+        agg_mixed
+    )
+    # a record made before 0.5.0 reads in today's words
+    old = [(s, {**r, "verdict": "inconclusive"}) for s, r in same]
+    assert set(sw.aggregate(old)["counts"]) == {"undecided"}

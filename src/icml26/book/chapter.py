@@ -304,6 +304,16 @@ def verdict(
     return word
 
 
+def current_word(row: dict) -> str:
+    """A claim record's verdict in today's words: a paper claim's *inconclusive* of a record made before 0.5.0
+    reads *untestable here* when one of its positive controls contradicts, else *undecided*."""
+    v = str(row.get("verdict", ""))
+    if row.get("kind") == "paper" and v == "inconclusive":
+        failed = any((d or {}).get("outcome") == "contradicts" for d in (row.get("control") or {}).values())
+        return "untestable here" if failed else "undecided"
+    return v
+
+
 def verdict_reason(
     checks: Mapping[str, Any],
     *,

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .chapter import SCALES  # noqa: F401  (the scales a sweep may have pooled at)
+from .chapter import SCALES, current_word
 from .runner import Book, Chapter
 
 VERDICT_MARK = {
@@ -79,16 +79,6 @@ def load_records(book: Book, scale: str) -> dict[str, list[dict]]:
             payloads.append(payload)
         out[ch_dir.name] = payloads
     return out
-
-
-def current_word(row: dict) -> str:
-    """A claim record's verdict in today's words: a paper claim's *inconclusive* of a record made before 0.5.0
-    reads *untestable here* when one of its positive controls contradicts, else *undecided*."""
-    v = str(row.get("verdict", ""))
-    if row.get("kind") == "paper" and v == "inconclusive":
-        failed = any((d or {}).get("outcome") == "contradicts" for d in (row.get("control") or {}).values())
-        return "untestable here" if failed else "undecided"
-    return v
 
 
 def decide_cost(book: Book, scale: str, cid: str, row: dict) -> dict | None:

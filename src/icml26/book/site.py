@@ -71,6 +71,18 @@ from .scorecard import (  # noqa: F401  (the scorecard lives in its own module; 
 )
 
 
+def _sweep_cpus(book: Book) -> dict[str, list[str]]:
+    """CPU → the stored, successful sweep tasks it ran (``"01 seed 3 at `full`"``), over every scale."""
+    from .sweep import _stored_tasks
+
+    out: dict[str, list[str]] = {}
+    for s in SCALES:
+        for _, rec in _stored_tasks(book, s):
+            if rec.status != "failed":
+                out.setdefault(rec.cpu, []).append(f"{rec.chapter[:2]} seed {rec.seed} at `{s}`")
+    return out
+
+
 def status_markdown(book: Book) -> str:
     """The book's version and commit, per-chapter wall time at each scale, package versions and the machine."""
     from .identity import describe
@@ -131,7 +143,21 @@ def status_markdown(book: Book) -> str:
         lines.append(f"Runs made on another CPU than this build's ({_cell(here)}): " + "; ".join(others) + ".")
     if made_on.get(""):
         lines.append(f"Runs whose CPU was not recorded (made before run records named it): {which(made_on[''])}.")
-    if others or made_on.get(""):
+    swept = _sweep_cpus(book)
+    foreign = {cpu: tasks for cpu, tasks in swept.items() if cpu != here}
+    if foreign:
+        lines.append(
+            "Stored sweep tasks made on another CPU than this build's (they are pooled with the others, and each pooled "
+            "row names its CPUs): "
+            + "; ".join(
+                f"{_cell(cpu) if cpu else 'CPU not recorded'} ({len(t)} task{'s' * (len(t) != 1)}: {', '.join(t[:6])}"
+                + (", …" if len(t) > 6 else "")
+                + ")"
+                for cpu, t in sorted(foreign.items())
+            )
+            + "."
+        )
+    if others or made_on.get("") or foreign:
         lines.append(
             "The same seed gives the same figures on the same kind of CPU; kernels for other vector "
             "instructions round differently, which moves the figures of chapters that train models."

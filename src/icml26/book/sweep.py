@@ -27,7 +27,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .chapter import check_scale, check_seed
+from .chapter import check_scale, check_seed, current_word
+from .identity import cpu_description
 from .runner import (
     ONE_THREAD_ENV,
     Book,
@@ -111,6 +112,7 @@ class SweepRecord:
     error: dict | None = None
     finished: str = ""
     worker: str = ""
+    cpu: str = ""  # the worker's CPU model and widest vector instructions ("": not recorded)
 
     def describe_error(self) -> str:
         e = self.error or {}
@@ -255,6 +257,7 @@ def run_task(payload: dict) -> dict:
         "notebooks": {},
         "records": {},
         "worker": f"{platform.node()}:{os.getpid()}",
+        "cpu": cpu_description(),
     }
     t0 = time.perf_counter()
     out["library"], refusal = check_library(payload)
@@ -357,6 +360,7 @@ def store(book: Book, payload: dict, result: dict) -> SweepRecord:
         error=result["error"],
         finished=time.strftime("%Y-%m-%d %H:%M:%S"),
         worker=result.get("worker", ""),
+        cpu=result.get("cpu", ""),
     )
     (tmp / "run.json").write_text(json.dumps(asdict(rec), indent=2))
     if rec.status == "failed" and dest.exists():
@@ -891,6 +895,7 @@ def load_sweep_claims(book: Book, scale: str, params: dict | None = None) -> dic
             if payload.get("run_key") != rec.key:
                 continue
             for row in payload.get("claims", []):
+                row = {**row, "task_cpu": rec.cpu}  # where the task ran: a pooled row names mixed CPUs
                 out.setdefault(rec.chapter, {}).setdefault(row["id"], []).append((rec.seed, row))
     return out
 
@@ -903,7 +908,9 @@ def aggregate(rows: Sequence[tuple[int, dict]], *, looks: int = 1) -> dict[str, 
     dict
         ``n`` (seeds), ``seeds``, ``counts`` (verdict → seeds, for reference only),
         ``overall`` (the pooled verdict of :func:`pool_claim`, never a vote), ``why``,
-        ``pooled`` (the :func:`pool_claim` result), and ``mean``/``sd``/``unit`` of
+        ``pooled`` (the :func:`pool_claim` result), ``cpus`` (the CPU each seed's task ran on →
+        its seeds; ``""`` for a task whose CPU was not recorded: pooling across CPUs is allowed,
+        more evidence, and :func:`describe` names it), and ``mean``/``sd``/``unit`` of
         ``ours_value.mean`` over seeds when every row carries one.
     """
     import numpy as np
@@ -912,8 +919,11 @@ def aggregate(rows: Sequence[tuple[int, dict]], *, looks: int = 1) -> dict[str, 
         raise ValueError("aggregate needs at least one (seed, row) pair")
     kind = rows[0][1].get("kind", "paper")
     counts: dict[str, int] = {}
-    for _, r in rows:
-        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    cpus: dict[str, list[int]] = {}
+    for seed, r in rows:
+        word = current_word(r)
+        counts[word] = counts.get(word, 0) + 1
+        cpus.setdefault(str(r.get("task_cpu", "")), []).append(seed)
     n = len(rows)
     pooled = pool_claim(rows, looks=looks)
     out: dict[str, Any] = {
@@ -924,6 +934,7 @@ def aggregate(rows: Sequence[tuple[int, dict]], *, looks: int = 1) -> dict[str, 
         "why": pooled["why"],
         "pooled": pooled,
         "kind": kind,
+        "cpus": cpus,
     }
     values = [r.get("ours_value") for _, r in rows]
     if all(isinstance(v, dict) and v.get("mean") is not None for v in values):
@@ -944,4 +955,13 @@ def describe(agg: dict[str, Any]) -> str:
     parts.append(
         "per seed (not a vote): " + ", ".join(f"{v} in {c}/{n}" for v, c in sorted(agg["counts"].items(), key=lambda kv: -kv[1]))
     )
+    cpus = agg.get("cpus") or {}
+    if len(cpus) > 1:
+        parts.append(
+            "pooled over runs on different CPUs (their kernels round differently): "
+            + "; ".join(
+                f"{cpu or 'CPU not recorded'} (seed{'s' * (len(s) != 1)} {', '.join(map(str, s))})"
+                for cpu, s in sorted(cpus.items())
+            )
+        )
     return "; ".join(parts)
