@@ -122,7 +122,7 @@ class FactBase:
         -------
         list of str
         """
-        ws = set(self.subjects) | set(self.fillers)
+        ws = {w for s in self.subjects for w in s.split()} | set(self.fillers)
         for r in self.relations:
             ws |= set(r.objects)
             for t in r.templates:
@@ -130,7 +130,8 @@ class FactBase:
         return sorted(ws)
 
 
-def make_fact_base(n_subjects: int = 80, n_relations: int = 2, n_objects: int = 12, random_state: RandomState = 0) -> FactBase:
+def make_fact_base(n_subjects: int = 80, n_relations: int = 2, n_objects: int = 12, random_state: RandomState = 0,
+                   subject_words: int = 1) -> FactBase:
     """A seeded fact base of made-up subjects, each with one object per relation.
 
     Parameters
@@ -144,6 +145,14 @@ def make_fact_base(n_subjects: int = 80, n_relations: int = 2, n_objects: int = 
         that every one of them is the true object of some subject.
     random_state : int, numpy.random.Generator or None
         Seed of the names and the assignment.
+    subject_words : int
+        Words (tokens) per subject name, 1 to 3. With ``w >= 2`` each subject is a
+        distinct combination ``"first ... last"`` of words drawn from ``w`` shared pools of
+        ``ceil(n_subjects^(1/w)) + 1`` words each, so that no single word names a
+        subject: as a person's first name and surname in a real LM's vocabulary, the
+        model has to combine the tokens at the last subject token before it can recall
+        a fact (Nanda et al. 2023, "Fact Finding": attention moves the first name onto
+        the surname, then MLPs look the fact up).
 
     Returns
     -------
@@ -160,9 +169,15 @@ def make_fact_base(n_subjects: int = 80, n_relations: int = 2, n_objects: int = 
     n_objects = check_int(n_objects, "n_objects", low=2)
     if n_objects > n_subjects:
         raise ValueError(f"n_objects={n_objects} must be at most n_subjects={n_subjects}")
+    subject_words = check_int(subject_words, "subject_words", low=1)
+    if subject_words > 3:
+        raise ValueError(f"subject_words={subject_words} must be 1, 2 or 3")
     rng = check_random_state(random_state)
     taken = {w for _, ts in RELATIONS for t in ts for w in t.replace("{}", " ").split()}
-    subjects = tuple(_pseudowords(n_subjects, rng, taken, (2, 3)))
+    if subject_words == 1:
+        subjects = tuple(_pseudowords(n_subjects, rng, taken, (2, 3)))
+    else:
+        subjects = _combined_names(n_subjects, subject_words, rng, taken)
     fillers = tuple(_pseudowords(FILLERS_N, rng, taken, (1, 1)))
     relations, facts = [], {}
     for name, templates in RELATIONS[:n_relations]:
@@ -174,6 +189,25 @@ def make_fact_base(n_subjects: int = 80, n_relations: int = 2, n_objects: int = 
     return FactBase(subjects, tuple(relations), facts, fillers)
 
 
+def _combined_names(n: int, w: int, rng, taken: set[str]) -> tuple[str, ...]:
+    """``n`` distinct ``w``-word names from ``w`` pools of pseudowords; every pool word in several names."""
+    import math
+
+    size = int(math.ceil(n ** (1.0 / w))) + 1
+    pools = [_pseudowords(size, rng, taken, (2, 2)) for _ in range(w)]
+    total = size**w
+    picks = rng.choice(total, size=n, replace=False)
+    out = []
+    for code in sorted(int(c) for c in picks):
+        parts = []
+        for pool in pools:
+            parts.append(pool[code % size])
+            code //= size
+        out.append(" ".join(parts))
+    order = rng.permutation(n)
+    return tuple(out[int(i)] for i in order)
+
+
 def fact_corpus(
     n_subjects: int = 80,
     n_relations: int = 2,
@@ -181,6 +215,7 @@ def fact_corpus(
     repeats: int = 1,
     prefix_prob: float = 0.5,
     random_state: RandomState = 0,
+    subject_words: int = 1,
 ) -> list[str]:
     """Training sentences: every fact in every template, some behind a short filler prefix.
 
@@ -189,7 +224,7 @@ def fact_corpus(
 
     Parameters
     ----------
-    n_subjects, n_relations, n_objects : int
+    n_subjects, n_relations, n_objects, subject_words : int
         As in :func:`make_fact_base`.
     repeats : int
         Copies of each (fact, template) sentence (each with its own prefix draw).
@@ -212,7 +247,7 @@ def fact_corpus(
 
     repeats = check_int(repeats, "repeats", low=1)
     prefix_prob = check_real(prefix_prob, "prefix_prob", lo=0.0, hi=1.0)
-    fb = make_fact_base(n_subjects, n_relations, n_objects, random_state)
+    fb = make_fact_base(n_subjects, n_relations, n_objects, random_state, subject_words=subject_words)
     rng = check_random_state(random_state)
     rng = check_random_state(int(rng.integers(2**32)) ^ 0x5EED)
     out = []
