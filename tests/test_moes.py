@@ -306,3 +306,45 @@ def test_torsions_match_the_numpy_rodrigues_form_bit_for_bit(mols):
         for _ in range(3):
             angles = 1.5 * rng.standard_normal(len(m.torsions))
             assert np.array_equal(moes.apply_torsions(m, m.x0, angles), old_apply(m, m.x0, angles)), m.name
+
+
+def test_dipole_readout_is_the_charge_dipole_of_the_head_and_invariant(mols):
+    """readout="dipole": |sum_i (q_i - q_bar)(x_i - x_bar)| with q the head's per-atom output."""
+    from icml26.moes.model import _graph
+
+    net = moes.ForceNet(channels=16, layers=2, n_rbf=8, random_state=0, readout="dipole")
+    xs = [m.x0 for m in mols]
+    z, x, i, j, b = _graph(mols, xs)
+    with torch.no_grad():
+        q = net.head(net.encode(z, x, i, j)[0]).squeeze(1).numpy()
+        _, s = net(z, x, i, j, b, len(mols))
+    sizes = np.cumsum([m.n_atoms for m in mols])[:-1]
+    for qm, xm, sm in zip(np.split(q, sizes), xs, s.numpy()):
+        mu = ((qm - qm.mean())[:, None] * (xm - xm.mean(0))).sum(0)
+        assert sm == pytest.approx(np.linalg.norm(mu), rel=1e-4, abs=1e-4)
+    rot = np.linalg.qr(np.random.default_rng(0).standard_normal((3, 3)))[0]
+    _, s2 = moes.predict_forces(net, mols, [m.x0 @ rot.T + 3.0 for m in mols])
+    assert np.allclose(s.numpy(), s2, atol=1e-4)
+    with pytest.raises(ValueError, match="readout='mean'"):
+        moes.ForceNet(readout="mean")
+
+
+def test_dipole_readout_fits_gasteiger_dipoles(mols):
+    y = np.array([moes.gasteiger_dipole(m) for m in mols])
+    kw = dict(steps=150, batch_size=4, model_kw=dict(channels=16, layers=2, n_rbf=8), random_state=0)
+    err = {r: np.abs(moes.predict_property(moes.finetune_property(mols, y, readout=r, **kw), mols) - y).mean() for r in moes.READOUTS}
+    assert err["dipole"] < 0.5 * np.abs(y - y.mean()).mean()
+
+
+def test_denoising_auxiliary_trains_the_force_head_only_when_weighted(mols):
+    """Noisy Nodes in the fine-tune: the force head gets a gradient only with denoise_weight > 0."""
+    y = np.array([moes.gasteiger_dipole(m) for m in mols])
+    init = moes.ForceNet(channels=16, layers=2, n_rbf=8, random_state=0)
+    kw = dict(init=init, steps=5, batch_size=4, tau=0.005, random_state=0)
+    w0 = [p.detach().clone() for p in init.force_mlp.parameters()]
+    plain = moes.finetune_property(mols, y, **kw)
+    aux = moes.finetune_property(mols, y, denoise_weight=0.1, **kw)
+    assert all(torch.equal(a, p) for a, p in zip(w0, plain.force_mlp.parameters()))
+    assert not all(torch.equal(a, p) for a, p in zip(w0, aux.force_mlp.parameters()))
+    with pytest.raises(ValueError, match="tau > 0"):
+        moes.finetune_property(mols, y, init=init, steps=2, denoise_weight=0.1)

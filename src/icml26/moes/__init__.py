@@ -39,7 +39,7 @@ is importable from ``icml26.moes``.
 
 from __future__ import annotations
 
-from .model import ForceNet, _graph, _pairs, predict_forces  # noqa: F401  (_graph, _pairs: used by the tests)
+from .model import READOUTS, ForceNet, _graph, _pairs, predict_forces  # noqa: F401  (_graph, _pairs: used by the tests)
 from .molecules import (
     DATA_DIR,
     DEBYE_PER_E_ANGSTROM,
@@ -88,6 +88,7 @@ __all__ = [
     "NoiseScheme",
     "ParsedBatch",
     "PretrainResult",
+    "READOUTS",
     "SentinelResult",
     "apply_torsions",
     "coordinate_noise",

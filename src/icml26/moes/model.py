@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -36,6 +37,16 @@ class _Interaction(torch.nn.Module):
         return h + self.lin_out2(_ssp(self.lin_out1(m)))
 
 
+READOUTS: tuple[str, ...] = ("sum", "dipole")
+"""The scalar head's readouts: a sum over atoms, or a dipole from atomic charges."""
+
+
+def _check_readout(readout: Any) -> str:
+    if readout not in READOUTS:
+        raise ValueError(f"readout={readout!r} is not a readout; use one of {', '.join(map(repr, READOUTS))}")
+    return readout
+
+
 class ForceNet(torch.nn.Module):
     """A small SchNet-like invariant network with an equivariant force head and a scalar head.
 
@@ -47,7 +58,11 @@ class ForceNet(torch.nn.Module):
 
     equivariant under rotations, invariant under translations, and with zero net force
     (:math:`\\phi` is symmetric in i, j). The scalar head sums an MLP of :math:`h_i`
-    over the atoms of each molecule.
+    over the atoms of each molecule (``readout="sum"``, an extensive property), or, for a
+    dipole moment (``readout="dipole"``, TorchMD-NET's dipole output for QM9's
+    :math:`\\mu`), reads the MLP as atomic charges :math:`q_i`, neutralised per molecule,
+    and returns :math:`|\\sum_i (q_i - \\bar q)(x_i - \\bar x)|`, invariant under rotations
+    and translations.
 
     Parameters
     ----------
@@ -56,13 +71,17 @@ class ForceNet(torch.nn.Module):
     n_rbf : int
     cutoff : float
         Å.
+    readout : {"sum", "dipole"}
+        How the scalar head makes one number per molecule (it has no weights of its own,
+        so it may be changed on a trained network).
     random_state : int, Generator or None
         Seeds the initial weights.
     """
 
     def __init__(self, channels: int = 64, layers: int = 3, n_rbf: int = 32, cutoff: float = 5.0,
-                 random_state: RandomState = 0) -> None:
+                 random_state: RandomState = 0, readout: str = "sum") -> None:
         super().__init__()
+        self.readout = _check_readout(readout)
         channels = check_int(channels, "channels")
         layers = check_int(layers, "layers")
         n_rbf = check_int(n_rbf, "n_rbf", low=2)
@@ -107,7 +126,17 @@ class ForceNet(torch.nn.Module):
             phi = self.force_mlp(torch.cat([h.index_select(0, i) * h.index_select(0, j), rbf], dim=1)).squeeze(1) * fcut  # (E,)
             f = torch.zeros_like(x).index_add_(0, i, phi[:, None] * d_vec / d[:, None])  # (n, 3)
         if heads != "forces":
-            s = torch.zeros(n_mol, dtype=x.dtype).index_add_(0, batch, self.head(h).squeeze(1))  # (n_mol,)
+            q = self.head(h).squeeze(1)  # (n,)
+            if self.readout == "sum":
+                s = torch.zeros(n_mol, dtype=x.dtype).index_add_(0, batch, q)  # (n_mol,)
+            else:
+                cnt = torch.zeros(n_mol, dtype=x.dtype).index_add_(0, batch, torch.ones_like(q))  # (n_mol,)
+                q_bar = torch.zeros(n_mol, dtype=x.dtype).index_add_(0, batch, q) / cnt
+                x_bar = torch.zeros(n_mol, 3, dtype=x.dtype).index_add_(0, batch, x) / cnt[:, None]
+                mu = torch.zeros(n_mol, 3, dtype=x.dtype).index_add_(
+                    0, batch, (q - q_bar[batch])[:, None] * (x - x_bar[batch])
+                )  # (n_mol, 3)
+                s = (mu.square().sum(1) + 1e-8).sqrt()  # (n_mol,) smooth at mu = 0
         return f, s
 
 
