@@ -122,6 +122,11 @@ def test_edit_window_runs_from_the_critical_mlp_to_the_last_layer_holding_the_fa
     assert fe.edit_window(mlp, hidden) == [0, 1]
     assert fe.edit_window(mlp, hidden, frac=0.3) == [0, 1, 2]
     assert fe.edit_window([0.0, 0.1, 0.4, 0.1], [[0.2, 0.5, 0.5, 0.45], [0.2, 0.5, 0.5, 0.0]]) == [2]
+    assert fe.edit_window(mlp, [0.55, 0.1, 0.0, 0.0, 0.0, 0.0]) == [0]
+    assert fe.edit_window(mlp, [0.55, 0.1, 0.0, 0.0, 0.0, 0.0], min_layers=2) == [0, 1]
+    assert fe.edit_window([0.0, 0.0, 0.0, 0.9], [0.1, 0.1, 0.1, 0.5], min_layers=3) == [1, 2, 3]
+    with pytest.raises(ValueError, match="min_layers=7"):
+        fe.edit_window(mlp, hidden, min_layers=7)
     with pytest.raises(ValueError, match="frac"):
         fe.edit_window(mlp, hidden, frac=0.0)
     with pytest.raises(ValueError, match="5 layers"):

@@ -236,7 +236,7 @@ def critical_layers(effect, n_edit: int) -> list[int]:
     return list(range(s, s + n_edit))
 
 
-def edit_window(mlp_effect, hidden_effect, frac: float = 0.5) -> list[int]:
+def edit_window(mlp_effect, hidden_effect, frac: float = 0.5, min_layers: int = 1) -> list[int]:
     """Edited layers from a causal trace: from the critical MLP to the last layer that still holds the fact.
 
     The window starts at the layer whose MLP output at the last subject token has the
@@ -252,6 +252,10 @@ def edit_window(mlp_effect, hidden_effect, frac: float = 0.5) -> list[int]:
         :func:`causal_trace` with ``kind="mlp"`` and ``kind="hidden"``; rows are averaged.
     frac : float
         Share of the largest hidden-state effect a layer must keep, ``0 < frac <= 1``.
+    min_layers : int
+        The fewest layers to edit (a comparison of multi-layer editors needs two): a
+        shorter window is extended by the next layers (by the previous ones at the end of
+        the model).
 
     Returns
     -------
@@ -262,7 +266,8 @@ def edit_window(mlp_effect, hidden_effect, frac: float = 0.5) -> list[int]:
     ------
     ValueError
         For traces of different lengths, empty or non-finite ones, a hidden-state trace
-        whose largest effect is not positive, or ``frac`` outside ``(0, 1]``.
+        whose largest effect is not positive, ``frac`` outside ``(0, 1]`` or ``min_layers``
+        outside ``1 … n_layers``.
 
     References
     ----------
@@ -277,11 +282,16 @@ def edit_window(mlp_effect, hidden_effect, frac: float = 0.5) -> list[int]:
         if e.ndim != 1 or e.size == 0 or not np.all(np.isfinite(e)):
             raise ValueError(f"{name} must be a finite (n_layers,) or (n_requests, n_layers) array, got shape {e.shape}")
     if m.size != h.size:
-        raise ValueError(f"mlp_effect has {m.size} layers but hidden_effect has {h.size}")
+        raise ValueError(f"mlp_effect has {m.size} layers but hidden_effect has {h.size} layers")
     frac = check_real(frac, "frac", lo=0.0, hi=1.0, lo_open=True)
     if h.max() <= 0:
         raise ValueError(f"hidden_effect peaks at {h.max():.3g} <= 0: the corruption did not remove the fact, no layer holds it")
     start = int(np.argmax(m))
     keep = [l for l in range(start, h.size) if h[l] >= frac * h.max()]
     end = max(keep) if keep else start
+    min_layers = check_int(min_layers, "min_layers", low=1)
+    if min_layers > h.size:
+        raise ValueError(f"min_layers={min_layers} must be at most the {h.size} layers of the trace")
+    end = max(end, min(h.size - 1, start + min_layers - 1))
+    start = min(start, end - min_layers + 1)
     return list(range(start, end + 1))
