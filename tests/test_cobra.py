@@ -145,6 +145,34 @@ def test_adalora_wraps_and_counts_active_ranks():
     assert C.lora_param_count(pm) == 4 * (6 + 8 + 1) + 4 * (8 + 2 + 1)
 
 
+def test_the_linear_schedule_warms_up_and_decays_to_zero():
+    task = C.highrank_regression_task([0, 1], d_in=4, width=6, d_out=2, n_train=64, n_test=8, random_state=0)
+
+    def loss(m, xb, yb):
+        return ((m(xb) - yb) ** 2).mean()
+
+    runs = {}
+    for schedule in ("constant", "linear"):
+        pm = C.make_lora_model(task.base, dict.fromkeys(task.layer_names, 1), random_state=0)
+        runs[schedule] = C.train_lora(pm, loss, task.X_train, task.y_train, steps=50, lr=1e-2, batch_size=16,
+                                      schedule=schedule, random_state=0)["loss"]
+    assert runs["constant"][0] == runs["linear"][0]  # the same first batch and model
+    assert not np.array_equal(runs["constant"], runs["linear"])  # the rate differs from the first step on
+
+
+def test_adalora_defaults_are_the_authors_glue_settings():
+    net = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
+    pm = C.make_adalora_model(net, ["0", "2"], target_r=2, init_r=3, total_step=100, random_state=0)
+    cfg = pm.peft_config["default"]
+    assert (cfg.tinit, cfg.tfinal, cfg.deltaT) == (12, 49, 1)
+    assert (cfg.orth_reg_weight, cfg.beta1, cfg.beta2) == (0.1, 0.85, 0.85)
+    mod = pm.base_model.model.get_submodule("0")
+    assert mod.scaling["default"] == pytest.approx(32.0)  # lora_alpha; peft divides by the initial rank
+    # task A's loss adds the penalty with the model's own weight, as peft does for a loss output
+    x, y = torch.randn(4, 6), torch.randn(4, 2)
+    assert torch.allclose(C._mse_orth(pm, x, y), C._mse(pm, x, y) + 0.1 * C.adalora_orth_penalty(pm))
+
+
 def test_train_lora_reduces_the_loss_and_records_gradients():
     task = C.highrank_regression_task([0, 3, 1], d_in=6, width=8, d_out=2, n_train=256, n_test=64, random_state=0)
     pm = C.make_lora_model(task.base, dict.fromkeys(task.layer_names, 2), random_state=0)

@@ -71,6 +71,7 @@ def test_a_rank_pattern_naming_a_missing_module_is_rejected():
     rejects(C.make_adalora_model, net, ["0", "nope"], target_r=2, init_r=4, total_step=20, match="not a module")
     rejects(C.make_adalora_model, net, ["0"], target_r=2, init_r=4, total_step=20, tinit=10, tfinal=10, match="total_step")
     rejects(C.make_adalora_model, net, ["0"], target_r=4, init_r=2, total_step=20, match="init_r")
+    rejects(C.make_adalora_model, net, ["0"], target_r=2, init_r=4, total_step=20, orth_reg_weight=-0.1, match="orth_reg_weight")
 
 
 @covers("cobra.adapters.train_lora", "cobra.adapters.lora_gradient_demand", "cobra.adapters.lora_param_count")
@@ -85,6 +86,7 @@ def test_bad_training_calls_are_rejected():
     rejects(C.train_lora, pm, loss, x, y[:4], steps=2, match="same")
     rejects(C.train_lora, pm, loss, x, y, steps=0, match="steps")
     rejects(C.train_lora, pm, "loss", x, y, steps=2, match="callable")
+    rejects(C.train_lora, pm, loss, x, y, steps=2, schedule="cosine", match="'linear'")
     rejects(C.lora_gradient_demand, net, [], loss, x, y, match="empty")
     rejects(C.lora_gradient_demand, net, ["0"], loss, x, y, r0=0, match="r0")
     rejects(C.lora_param_count, "model", match="nn.Module")

@@ -46,7 +46,8 @@ Fine-Tuning.* ICLR 2023.
 
 from __future__ import annotations
 
-from .adapters import (
+from .adapters import (  # noqa: F401  (ADALORA_AUTHORS: the baseline's settings, for the chapter)
+    ADALORA_AUTHORS,
     adalora_orth_penalty,
     adapter_param_counts,
     lora_gradient_demand,

@@ -19,6 +19,7 @@ from ._checks import _int_vector
 from .adapters import (
     _orth_params,
     _orth_penalty_of,
+    _orth_weight,
     adalora_orth_penalty,
     adapter_param_counts,
     lora_gradient_demand,
@@ -176,8 +177,8 @@ def _mse(m: nn.Module, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
 
 
 def _mse_orth(m: nn.Module, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
-    # peft's default orth_reg_weight
-    return _mse(m, xb, yb) + 0.5 * adalora_orth_penalty(m)
+    # the orthogonality weight of the model's AdaLoRA config, as peft adds it to a loss output
+    return _mse(m, xb, yb) + _orth_weight(m) * adalora_orth_penalty(m)
 
 
 def _peft_mlp_forward(model: nn.Module) -> Callable[[torch.Tensor], torch.Tensor] | None:
@@ -265,9 +266,10 @@ def _regression_loss(m: nn.Module, adalora: bool) -> Callable[[nn.Module, torch.
         return loss
     found = _orth_params(m)
     eyes: dict = {}
+    w = _orth_weight(m)
 
     def loss_orth(_m, xb, yb):
-        return ((fwd(xb) - yb) ** 2).mean() + 0.5 * _orth_penalty_of(found, eyes)
+        return ((fwd(xb) - yb) ** 2).mean() + w * _orth_penalty_of(found, eyes)
     return loss_orth
 
 
@@ -376,6 +378,7 @@ def encoder_seed(
     kappa: float = 50.0,
     head: Sequence[str] = ("classifier", "bert.pooler.dense"),
     methods: Sequence[str] | None = None,
+    schedule: str = "constant",
     random_state: int = 0,
 ) -> dict[str, Any]:
     """One seed of task B: as :func:`regression_seed`, on a tiny BERT classifier.
@@ -395,6 +398,9 @@ def encoder_seed(
         As in :func:`regression_seed`.
     head : sequence of str
         Modules trained in full.
+    schedule : {"constant", "linear"}
+        The learning-rate schedule of every compared method (:func:`train_lora`); the
+        warm-up of the demand signal keeps a constant rate.
 
     Returns
     -------
@@ -431,7 +437,7 @@ def encoder_seed(
     for name, m in models.items():
         counts = adapter_param_counts(m)
         train_lora(m, _clf_loss, enc.X_train, enc.y_train, steps=steps, lr=lr, batch_size=batch_size,
-                   adalora=name.startswith("AdaLoRA"), random_state=random_state)
+                   adalora=name.startswith("AdaLoRA"), schedule=schedule, random_state=random_state)
         with torch.no_grad():
             acc = float((m(input_ids=enc.X_test).logits.argmax(1) == enc.y_test).float().mean())
         r = alloc[name]["ranks"] if name in alloc else np.full(len(enc.module_names), r0) if name == "uniform" else None
