@@ -295,3 +295,46 @@ def test_analyse_model_is_the_pipeline_step_by_step(data):
     # same seeds, same result
     r2 = C.analyse_model(m, tok, ts, **kw)
     assert r2["pert"][0.5][0] == dk and np.array_equal(r2["pert"][0.5][1], dr) and r2["key_all"] == r["key_all"]
+
+
+# ---------------------------------------------------------------- mean ablation and the perturbation control (issue #35)
+def test_mean_ablation_leaves_a_constant_head_alone_and_zero_ablation_does_not(data):
+    """A head whose output is the same on every text (value weights zero, value bias not) carries
+    nothing about the text: mean ablation changes nothing, zero ablation removes its constant."""
+    ts, tok = data
+    m = tiny(n_layer=2, n_head=2, n_embd=16, vocab=len(tok), seed=2)
+    d, dh = 16, 8
+    with torch.no_grad():
+        m.transformer.h[0].attn.c_attn.weight[:, 2 * d: 2 * d + dh] = 0  # value weights of head 0, layer 0
+        m.transformer.h[0].attn.c_attn.bias[2 * d: 2 * d + dh] = 3.0  # ... a constant value
+    texts, idx = ts.texts, ts.copy_index
+    mean = C.head_ablation(m, tok, texts, idx, ablation="mean")
+    zero = C.head_ablation(m, tok, texts, idx, ablation="zero")
+    assert abs(mean["prob_drop"][0, 0]) < 1e-6 and mean["rate_drop"][0, 0] == 0
+    assert abs(zero["prob_drop"][0, 0]) > 1e-4
+    # a live head's mean ablation is the same as replacing its output by the mean by hand
+    together = C.head_ablation(m, tok, texts, idx, heads=[(1, 1)], ablation="mean")
+    assert together["prob_drop"] == pytest.approx(mean["prob_drop"][1, 1], abs=1e-9)
+    with pytest.raises(ValueError, match="ablation='median'"):
+        C.head_ablation(m, tok, texts, idx, ablation="median")
+    with pytest.raises(ValueError, match="one token length"):
+        C.head_ablation(m, tok, [texts[0], texts[1] + " w1"], idx, ablation="mean")
+
+
+def test_perturbation_control_fails_on_models_that_do_not_copy(data):
+    """The chapter's control 'circuit heads beat random' (τ = 4, smallest effect 5 points) can fail:
+    untrained models never copy, so no perturbation moves their copy rate and the control contradicts."""
+    from icml26.book import chapter
+
+    ts, tok = data
+    truth, rand = [], []
+    for seed in range(3):
+        m = tiny(n_layer=2, n_head=2, vocab=len(tok), seed=10 + seed)
+        r = C.analyse_model(m, tok, ts, n_pairs=6, width=1, n_metric=2, size=8, n_rows=4, n_iter=5,
+                            query_from=KW["request_len"] + 2, taus=(4.0,), n_random=3, ablation="mean",
+                            random_state=seed, perturb_random_state=seed)
+        dk, dr = r["pert_truth"][4.0]
+        truth.append(abs(dk))
+        rand.append(np.abs(dr).mean())
+    ctrl = chapter.paired_effect(truth, rand, smallest_effect=0.05, basis="chapter 16's control")
+    assert ctrl.outcome == "contradicts"

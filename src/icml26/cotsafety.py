@@ -698,7 +698,8 @@ def copy_rate(
 
 
 @contextlib.contextmanager
-def _zero_heads(model, heads: list[tuple[int, int]]):
+def _zero_heads(model, heads: list[tuple[int, int]], means: dict[int, torch.Tensor] | None = None):
+    """Replace the heads' outputs by zero, or (``means``) by their position-wise means."""
     blocks = _attention_blocks(model)
     H = _n_heads(model)
     by_layer: dict[int, list[int]] = {}
@@ -708,13 +709,16 @@ def _zero_heads(model, heads: list[tuple[int, int]]):
     for layer, hs in by_layer.items():
         proj = blocks[layer][1]
 
-        def pre(module, args, hs=hs):
+        def pre(module, args, hs=hs, layer=layer):
             x = args[0]  # (b, T, H * d_head): the heads' outputs, concatenated, before the projection
             d = x.shape[-1] // H
             mask = torch.ones(x.shape[-1], dtype=x.dtype, device=x.device)
             for h in hs:
                 mask[h * d:(h + 1) * d] = 0
-            return (x * mask, *args[1:])
+            out = x * mask
+            if means is not None:  # (T, H * d_head): the mean output at each position
+                out = out + (1 - mask) * means[layer][: x.shape[1]].to(x)
+            return (out, *args[1:])
 
         handles.append(proj.register_forward_pre_hook(pre))
     try:
@@ -724,22 +728,53 @@ def _zero_heads(model, heads: list[tuple[int, int]]):
             hd.remove()
 
 
+def _head_output_means(model, tokenizer, texts: Sequence[str], batch_size: int) -> dict[int, torch.Tensor]:
+    """Per layer, the position-wise mean over ``texts`` of the concatenated head outputs, shape (T, H * d_head)."""
+    ids, _ = _encode(tokenizer, texts)
+    if len({len(x) for x in ids}) != 1:
+        raise ValueError("ablation='mean' needs texts of one token length (a position-wise mean); "
+                         f"got lengths {sorted({len(x) for x in ids})}")
+    blocks = _attention_blocks(model)
+    sums: dict[int, torch.Tensor] = {}
+    handles = []
+    for layer, (_, proj) in enumerate(blocks):
+        def pre(module, args, layer=layer):
+            s = args[0].detach().double().sum(0)  # (T, H * d_head)
+            sums[layer] = s if layer not in sums else sums[layer] + s
+
+        handles.append(proj.register_forward_pre_hook(pre))
+    try:
+        with torch.no_grad():
+            for _, x in _groups(ids, batch_size):
+                model(input_ids=x.to(_device(model)), use_cache=False)
+    finally:
+        for hd in handles:
+            hd.remove()
+    return {layer: s / len(ids) for layer, s in sums.items()}
+
+
 def head_ablation(
     model, tokenizer, texts: Sequence[str], target_index: int, *, heads: Sequence[tuple[int, int]] | None = None,
-    batch_size: int = 128,
+    batch_size: int = 128, ablation: str = "zero",
 ) -> dict[str, np.ndarray | float]:
-    """Zero each head's output (one at a time) and measure the drop of the copy rate.
+    """Ablate each head's output (one at a time) and measure the drop of the copy rate.
 
-    A head is ablated by zeroing its slice of the concatenated head outputs at the input of
-    the attention output projection (``c_proj`` / ``o_proj`` / ...), i.e. its contribution to
-    the residual stream, bias left in place.
+    A head is ablated at its slice of the concatenated head outputs at the input of the
+    attention output projection (``c_proj`` / ``o_proj`` / ...), i.e. its contribution to
+    the residual stream, bias left in place. ``ablation="zero"`` sets the slice to zero;
+    ``ablation="mean"`` replaces it by its mean over ``texts`` at each position
+    (:math:`o_{h,t} \\to \\bar o_{h,t}`, mean ablation), which removes what the head
+    carries about the particular text while keeping its average contribution, so that a
+    head every later layer reads a constant from is not counted as part of the circuit.
 
     Parameters
     ----------
     model, tokenizer, texts, target_index, batch_size
-        As in :func:`copy_rate`.
+        As in :func:`copy_rate`; for ``ablation="mean"`` the texts must share one token length.
     heads : list of (layer, head), optional
         Ablate these heads *together* once instead of every head alone.
+    ablation : {"zero", "mean"}
+        Zero ablation or mean ablation.
 
     Returns
     -------
@@ -749,16 +784,19 @@ def head_ablation(
     """
     blocks = _attention_blocks(model)
     H = _n_heads(model)
+    if ablation not in ("zero", "mean"):
+        raise ValueError(f"ablation={ablation!r} is not an ablation; use 'zero' or 'mean'")
     base_rate, base_prob = copy_rate(model, tokenizer, texts, target_index, batch_size=batch_size)
+    means = _head_output_means(model, tokenizer, texts, batch_size) if ablation == "mean" else None
     if heads is not None:
         hs = _check_heads(heads, len(blocks), H)
-        with _zero_heads(model, hs):
+        with _zero_heads(model, hs, means):
             r, p = copy_rate(model, tokenizer, texts, target_index, batch_size=batch_size)
         return {"base_rate": base_rate, "base_prob": base_prob, "rate_drop": base_rate - r, "prob_drop": base_prob - p}
     rate_drop, prob_drop = np.zeros((len(blocks), H)), np.zeros((len(blocks), H))
     for layer in range(len(blocks)):
         for h in range(H):
-            with _zero_heads(model, [(layer, h)]):
+            with _zero_heads(model, [(layer, h)], means):
                 r, p = copy_rate(model, tokenizer, texts, target_index, batch_size=batch_size)
             rate_drop[layer, h], prob_drop[layer, h] = base_rate - r, base_prob - p
     return {"base_rate": base_rate, "base_prob": base_prob, "rate_drop": rate_drop, "prob_drop": prob_drop}
@@ -872,7 +910,7 @@ def cosine_window(cos_gap: np.ndarray, width: int) -> list[int]:
 def analyse_model(model, tokenizer, trace_set, *, n_pairs: int, width: int, n_metric: int, size: int, n_rows: int,
                   n_iter: int, query_from: int, key_ratio: float = 0.7, truth_ratio: float = 0.5,
                   taus: Sequence[float] = (0.5, 2.0), n_random: int = 20, authors_pairs: int = 20, authors_width: int = 3,
-                  random_state: int = 0, perturb_random_state: int = 0) -> dict:
+                  ablation: str = "zero", random_state: int = 0, perturb_random_state: int = 0) -> dict:
     """Run the paper's pipeline on one model and score it against the planted circuit.
 
     In order: copy rates; per-head ablation (the ground truth: heads whose ablation removes
@@ -908,6 +946,8 @@ def analyse_model(model, tokenizer, trace_set, *, n_pairs: int, width: int, n_me
         Random head sets per size.
     authors_pairs, authors_width : int
         The authors' defaults for the sensitivity reading (capped at the number of layers).
+    ablation : {"zero", "mean"}
+        How the ground truth ablates a head (:func:`head_ablation`).
     random_state : int
         Seeds the window's pair draws and the power iterations.
     perturb_random_state : int
@@ -934,7 +974,7 @@ def analyse_model(model, tokenizer, trace_set, *, n_pairs: int, width: int, n_me
     L, H = len(_attention_blocks(model)), _n_heads(model)
     base_rate, base_prob = copy_rate(model, tokenizer, unsafe, ci)
     safe_rate, _ = copy_rate(model, tokenizer, safe, ci)
-    abl = head_ablation(model, tokenizer, unsafe, ci)
+    abl = head_ablation(model, tokenizer, unsafe, ci, ablation=ablation)
     drop = abl["prob_drop"]
     truth = (sorted((int(l), int(h)) for l, h in zip(*np.nonzero(drop >= truth_ratio * drop.max())))
              if drop.max() > 0 else [])
