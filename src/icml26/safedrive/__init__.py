@@ -42,7 +42,8 @@ scenarios
 selector
     Stage A: candidate features, :class:`SelectorPolicy`, GRPO (:func:`grpo_loss`), baselines.
 experiment
-    The chapter's replicate (:func:`run_replicate`), labels and collision rates.
+    The chapter's replicate (:func:`run_replicate`), labels, collision rates and the planted
+    cut-ins of its positive control (:func:`plant_cut_ins`, :func:`planted_rate`).
 
 References
 ----------
@@ -63,7 +64,7 @@ from __future__ import annotations
 from ._optim import _Adam as _Adam
 from .experiment import _finetune_on as _finetune_on
 from .experiment import _Scored as _Scored
-from .experiment import binary_labels, collision_rates, run_replicate
+from .experiment import binary_labels, collision_rates, plant_cut_ins, planted_rate, run_replicate
 from .planner import VIEWS as VIEWS
 from .planner import WAYPOINT_STEPS as WAYPOINT_STEPS
 from .planner import (
@@ -153,5 +154,7 @@ __all__ = [
     "finetune_planner",
     "binary_labels",
     "collision_rates",
+    "plant_cut_ins",
+    "planted_rate",
     "run_replicate",
 ]

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .._common import RandomState
+from .._common import RandomState, check_int, check_random_state, check_real
 from .planner import BCPlanner, _finetune, _plan_collisions, _planner_inputs, plan_collisions, planner_samples
 from .road import SceneBatch, _check_batch, concat_scenes
 from .scenarios import attack_adversary, attack_labels, make_scenarios
@@ -118,7 +118,9 @@ def run_replicate(
     scenarios with the GRPO choice; on the fourth only the chosen vehicle is attacked. The
     evasion stage (:func:`make_scenarios`) runs causally (primary) and open loop (sensitivity);
     the planner is fine-tuned on each setting's training scenes (:func:`finetune_planner`) and
-    every planner is scored by :func:`collision_rates`.
+    every planner is scored by :func:`collision_rates`. The positive control plants
+    unavoidable cut-ins at a share ``plant_rate`` of the held-out samples (:func:`planted_rate`,
+    seed ``1000 s + 7``).
 
     Parameters
     ----------
@@ -128,9 +130,10 @@ def run_replicate(
         The chapter's ``CFG``: ``horizon``, ``n_train``, ``n_sel``, ``n_test``, ``n_gen``,
         ``attack_iters``, ``near_miss``, ``grpo_iters``, ``group``, ``beta``, ``clip_eps``,
         ``band``, ``evade_iters``, ``replan_iters``, ``n_step_action``, ``bc_epochs``,
-        ``ft_epochs``.
+        ``ft_epochs``, ``plant_rate`` (the share of held-out samples given a planted cut-in,
+        :func:`planted_rate`: the positive control).
     baseline : PlannerLike
-        The positive control's constant planner (keep lane and speed).
+        A constant planner (keep lane and speed) scored on the held-out logs for context.
     train_frames, eval_frames : ndarray of int, shape (F,)
         Sample times for behaviour cloning / fine-tuning and for evaluation.
 
@@ -256,8 +259,13 @@ def run_replicate(
     out["min_dist"] = info["min_dist"][te_att].tolist()
     # each scored set's views are rendered once for all the planners scored on it (= collision_rates)
     test_s, gen_te_s, gen_tr_s = (_Scored(x, eval_frames) for x in (test, gen_te, gen_tr))
-    out["benign"] = test_s.rates(planner)
-    # positive control: the cloned planner drives better than this
+    c_test = _plan_collisions(planner, test_s.b, test_s.fr, test_s.inputs, 20) if test.n_scenes else None
+    out["benign"] = test_s.rates(planner) if c_test is None else (float(c_test.mean()), float(c_test.any(1).mean()))
+    # positive control: unavoidable cut-ins planted at a known share of the held-out samples
+    out["benign, planted cut-ins"], out["n planted"] = planted_rate(
+        planner, test, eval_frames, config["plant_rate"], random_state=1000 * s + 7, collisions=c_test
+    )
+    # context (the former control): the constant keep-lane planner on the same logs
     out["benign, keep-lane"] = test_s.rates(baseline)
     out["benign (same scenes)"] = collision_rates(planner, test.subset(te_scene), eval_frames)
     out["generated"] = gen_te_s.rates(planner)
@@ -290,6 +298,157 @@ def run_replicate(
     out["generated, open loop, fine-tuned"] = ol_te_s.rates(ft_ol)
     out["benign, open loop fine-tuned"] = test_s.rates(ft_ol)
     return out, tim
+
+
+# ----------------------------------------------------------------------------- positive control: planted cut-ins
+def plant_cut_ins(
+    scenes: SceneBatch,
+    frames: np.ndarray,
+    rate: float,
+    *,
+    ahead: tuple[float, float] = (0.0, 2.0),
+    steps: int = 5,
+    random_state: RandomState = None,
+) -> tuple[SceneBatch, np.ndarray, np.ndarray]:
+    r"""Plant scripted, unavoidable cut-ins at a random share ``rate`` of the open-loop samples
+    (the positive control of the chapter's generated-vs-benign claim).
+
+    Each sample (scene :math:`s`, frame :math:`f` of ``frames``) is planted independently with
+    probability ``rate``. A planted sample gets its own copy of the scene (so that no other
+    sample of the scene changes) in which an intruder drives beside the ego in an adjacent
+    lane, :math:`\Delta x \sim U(\text{ahead})` m ahead of it at its logged speed, and in the
+    ``steps`` steps after :math:`f` slides sideways onto the ego's logged path:
+
+    .. math::
+        x_I(t) = x_{\text{ego}}(t) + \Delta x,\qquad
+        y_I(t) = y_{\text{ego}}(t) + \sigma w \,\bigl(1 - \min(1, \max(0, t - f)/n)\bigr),
+
+    with :math:`\sigma = \pm 1` the side (random where both adjacent lanes are on the road),
+    :math:`w` the lane width and :math:`n` = ``steps``. At frame :math:`f` the planner sees
+    a vehicle driving alongside, nothing more; within :math:`n \Delta t` = 0.5 s the intruder
+    covers the ego's logged position, so any plan that stays near it collides (the
+    intruder's states are scripted, not simulated; its controls are left at zero). The
+    intruder takes an empty vehicle slot, or the slot of the vehicle farthest from the ego
+    at :math:`f`.
+
+    Parameters
+    ----------
+    scenes : SceneBatch
+    frames : ndarray of int, shape (F,)
+        The evaluation frames (the same for every scene).
+    rate : float
+        Probability in [0, 1] that a sample is planted.
+    ahead : (float, float)
+        Range of :math:`\Delta x` (m).
+    steps : int
+        Steps of the sideways move (>= 1).
+    random_state : int, Generator or None
+
+    Returns
+    -------
+    planted : SceneBatch
+        One copy per planted sample (P copies).
+    scene_idx, frame : ndarray of int, shape (P,)
+        The planted samples' scene and frame.
+
+    Raises
+    ------
+    ValueError
+        For ``rate`` outside [0, 1], ``frames`` that are not 1-D or leave fewer than
+        ``steps`` steps, or ``ahead`` that is not an increasing pair.
+    """
+    b = _check_batch(scenes)
+    rate = check_real(rate, "rate", lo=0.0, hi=1.0)
+    steps = check_int(steps, "steps", low=1)
+    fr = np.asarray(frames)
+    if fr.ndim != 1 or fr.dtype.kind not in "iu" or (fr.size and (fr.min() < 0 or fr.max() + steps > b.horizon)):
+        raise ValueError(f"frames must be 1-D integer frames in [0, {b.horizon - steps}]; got {frames!r}")
+    lo, hi = (check_real(a, "ahead") for a in ahead)
+    if not lo <= hi:
+        raise ValueError(f"ahead={ahead!r} must be a pair (low, high) with low <= high")
+    rng = check_random_state(random_state)
+    c = b.config
+    hit = rng.random((b.n_scenes, fr.size)) < rate  # (S, F)
+    si, fi = np.nonzero(hit)
+    f = fr[fi]
+    out = b.subset(si)
+    st = out.states.copy()
+    ctrl = out.controls.copy()
+    pres = out.present.copy()
+    T1 = st.shape[1]
+    t = np.arange(T1)
+    for k in range(len(si)):
+        ego = st[k, :, 0]  # (T+1, 4)
+        free = np.flatnonzero(~pres[k])
+        if free.size:
+            slot = int(free[0])
+        else:  # the vehicle farthest from the ego at f gives up its slot
+            d = np.abs(st[k, f[k], 1:, 0] - ego[f[k], 0])
+            slot = 1 + int(np.argmax(d))
+        y_f = ego[f[k], 1]
+        sides = [s for s in (-1.0, 1.0) if c.width / 2 <= y_f + s * c.lane_width <= c.road_width - c.width / 2]
+        side = sides[int(rng.integers(len(sides)))] if sides else 1.0
+        dx = rng.uniform(lo, hi)
+        frac = 1.0 - np.clip((t - f[k]) / steps, 0.0, 1.0)  # 1 until f, 0 from f + steps on
+        y = ego[:, 1] + side * c.lane_width * frac
+        vy = np.gradient(y) / c.dt
+        st[k, :, slot, 0] = ego[:, 0] + dx
+        st[k, :, slot, 1] = y
+        st[k, :, slot, 2] = ego[:, 2] + np.arctan2(vy, np.maximum(ego[:, 3], 1.0))
+        st[k, :, slot, 3] = ego[:, 3]
+        ctrl[k, :, slot] = 0.0
+        pres[k, slot] = True
+    return SceneBatch(st, ctrl, pres, out.v0.copy(), c), si, f
+
+
+def planted_rate(
+    planner: Any,
+    scenes: SceneBatch,
+    eval_frames: np.ndarray,
+    rate: float,
+    *,
+    random_state: RandomState = None,
+    collisions: np.ndarray | None = None,
+) -> tuple[float, int]:
+    r"""Sample-level collision rate of ``planner`` on ``scenes`` with cut-ins planted at a share
+    ``rate`` of the samples (:func:`plant_cut_ins`); the unplanted samples keep their benign outcome.
+
+    .. math:: r_{\text{planted}} = \frac{1}{SF}\Bigl(\sum_{(s,f) \notin P} c_{sf} + \sum_{(s,f) \in P} c'_{sf}\Bigr)
+
+    with :math:`c` the benign collisions (:func:`plan_collisions`) and :math:`c'` those of the
+    planted copies, each scored at its own frame only.
+
+    Parameters
+    ----------
+    planner : PlannerLike
+    scenes : SceneBatch
+    eval_frames : ndarray of int, shape (F,)
+    rate : float
+        As in :func:`plant_cut_ins`.
+    random_state : int, Generator or None
+    collisions : ndarray of bool, shape (S, F), optional
+        The benign collisions, when already computed.
+
+    Returns
+    -------
+    (float, int)
+        The planted sample-level rate and the number of planted samples.
+    """
+    b = _check_batch(scenes)
+    fr = np.asarray(eval_frames)
+    if fr.ndim != 1:
+        raise ValueError(f"eval_frames must be 1-D (the same sample times for every scene); got shape {fr.shape}")
+    if b.n_scenes == 0:
+        return np.nan, 0
+    base = plan_collisions(planner, b, np.tile(fr, (b.n_scenes, 1))) if collisions is None else np.asarray(collisions, bool)
+    if base.shape != (b.n_scenes, fr.size):
+        raise ValueError(f"collisions must have shape {(b.n_scenes, fr.size)}; got {base.shape}")
+    planted, si, f = plant_cut_ins(b, fr, rate, random_state=random_state)
+    c = base.copy()
+    if len(si):
+        col = np.array([int(np.flatnonzero(fr == z)[0]) for z in f])
+        c[si, col] = plan_collisions(planner, planted, f[:, None])[:, 0]
+    return float(c.mean()), int(len(si))
 
 
 def _finetune_on(
