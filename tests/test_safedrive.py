@@ -480,6 +480,7 @@ TINY = dict(
     n_step_action=5,
     bc_epochs=2,
     ft_epochs=1,
+    plant_rate=0.05,
 )
 
 
@@ -490,6 +491,7 @@ def test_run_replicate_figures_are_consistent():
         assert out[f"success {m}"] <= out["success oracle"]  # nobody beats the best label
     for k in ("benign", "generated", "generated, fine-tuned", "generated, open loop", "benign, keep-lane"):
         assert all(np.isnan(v) or 0 <= v <= 1 for v in out[k]), k
+    assert 0 <= out["n planted"] <= 6 and 0 <= out["benign, planted cut-ins"] <= 1
     assert out["seed"] == 3 and set(tim) >= {"evasion stage", "open-loop sensitivity"}
     assert 0 <= out["kept"] <= 1 and 0 <= out["kept, open loop"] <= 1
     assert out["n generated train"] > 0 and len(out["min_dist"]) == round(6 * (1 - out["no vehicle chosen"]))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from badinput import covers, rejects
 
 from icml26 import safedrive as sd
 from icml26.book import chapter
@@ -97,12 +98,11 @@ def test_planted_rate_is_deterministic_and_counts(logs):
     assert len(si) == a[1] and set(f) <= set(EVAL)
 
 
+@covers("safedrive.experiment.plant_cut_ins", "safedrive.experiment.planted_rate")
 def test_bad_inputs(logs):
-    with pytest.raises(ValueError, match="rate"):
-        sd.plant_cut_ins(logs, EVAL, 1.5)
-    with pytest.raises(ValueError, match="frames"):
-        sd.plant_cut_ins(logs, np.array([5, 38]), 0.1)
-    with pytest.raises(ValueError, match="ahead"):
-        sd.plant_cut_ins(logs, EVAL, 0.1, ahead=(2.0, 0.0))
-    with pytest.raises(ValueError, match="collisions"):
-        sd.planted_rate(KeepLane(), logs, EVAL, 0.1, collisions=np.zeros((3, 4), bool))
+    rejects(sd.plant_cut_ins, logs, EVAL, 1.5, match="rate")
+    rejects(sd.plant_cut_ins, logs, np.array([5, 38]), 0.1, match="frames")
+    rejects(sd.plant_cut_ins, logs, EVAL, 0.1, ahead=(2.0, 0.0), match="ahead")
+    rejects(sd.plant_cut_ins, "logs", EVAL, 0.1, match="SceneBatch")
+    rejects(sd.planted_rate, KeepLane(), logs, EVAL, 0.1, collisions=np.zeros((3, 4), bool), match="collisions")
+    rejects(sd.planted_rate, KeepLane(), logs, EVAL[None], 0.1, match="1-D")
