@@ -156,11 +156,13 @@ def test_iteration_controls_and_frozen_weights(max_iter, tol, w):
 
 @covers("bwdam.dynamics.RetrievalResult")
 @FAST
-@given(q=st.integers(1, 3), d=st.integers(1, 3), wrong=st.sampled_from(["covs", "n_iter", "path", "energy"]))
+@given(q=st.integers(1, 3), d=st.integers(1, 3), wrong=st.sampled_from(["covs", "n_iter", "path", "energy", "dist"]))
 def test_retrieval_result_checks_its_shapes(q, d, wrong):
     kw = dict(means=np.zeros((q, d)), covs=np.zeros((q, d, d)), n_iter=np.zeros(q, int),
               path_means=np.zeros((2, q, d)), path_covs=np.zeros((2, q, d, d)), path_energy=np.zeros((2, q)))
-    kw[{"covs": "covs", "n_iter": "n_iter", "path": "path_means", "energy": "path_energy"}[wrong]] = np.zeros((q + 1, d + 1))
+    B.RetrievalResult(**kw, path_dist_sq=np.zeros((2, q, 5)))  # the right shapes pass
+    key = {"covs": "covs", "n_iter": "n_iter", "path": "path_means", "energy": "path_energy", "dist": "path_dist_sq"}[wrong]
+    kw[key] = np.zeros((q + 1, d + 1))
     rejects(B.RetrievalResult, **kw, match="shape")
 
 
