@@ -62,8 +62,14 @@ def test_capacity_threshold_with_mismatched_lengths_is_an_error_not_one():
 # ----------------------------------------------------------------------------- Gaussians and distances
 
 
-@covers("bwdam.geometry.check_gaussians", "bwdam.geometry.bures_wasserstein_distance", "bwdam.geometry.pairwise_bw_sq",
-        "bwdam.geometry.ot_map", "bwdam.dynamics.nearest_pattern", "bwdam.estimators.gaussian_features")
+@covers(
+    "bwdam.geometry.check_gaussians",
+    "bwdam.geometry.bures_wasserstein_distance",
+    "bwdam.geometry.pairwise_bw_sq",
+    "bwdam.geometry.ot_map",
+    "bwdam.dynamics.nearest_pattern",
+    "bwdam.estimators.gaussian_features",
+)
 @FAST
 @given(bad=bad_gaussians(), first=st.booleans())
 def test_gaussian_functions_reject_bad_gaussians(bad, first):
@@ -89,8 +95,14 @@ def test_check_gaussians_tolerance_and_feature_mode(tol, mode):
 def test_dimension_mismatch_is_named(d1, d2):
     rejects(B.bures_wasserstein_distance, np.zeros(d1), np.eye(d1), np.zeros(d2), np.eye(d2), match="dimension|shape")
     rejects(B.ot_map, np.zeros(d1), np.eye(d1), np.zeros(d2), np.eye(d2), match="dimension|shape")
-    rejects(B.pairwise_bw_sq, np.zeros((2, d1)), np.stack([np.eye(d1)] * 2), np.zeros((3, d2)),
-            np.stack([np.eye(d2)] * 3), match="shape")
+    rejects(
+        B.pairwise_bw_sq,
+        np.zeros((2, d1)),
+        np.stack([np.eye(d1)] * 2),
+        np.zeros((3, d2)),
+        np.stack([np.eye(d2)] * 3),
+        match="shape",
+    )
 
 
 @FAST
@@ -102,8 +114,11 @@ def test_ot_map_needs_a_positive_definite_source(eps):
 
 @covers("bwdam.geometry.sqrtm_psd")
 @FAST
-@given(c=arrays(float, st.sampled_from([(3,), (2, 3), (0, 0), (4, 2, 3)]), elements=st.floats(-1, 1)),
-       bad=bad_floats, floor=st.sampled_from([-1.0, np.nan, np.inf]))
+@given(
+    c=arrays(float, st.sampled_from([(3,), (2, 3), (0, 0), (4, 2, 3)]), elements=st.floats(-1, 1)),
+    bad=bad_floats,
+    floor=st.sampled_from([-1.0, np.nan, np.inf]),
+)
 def test_sqrtm_psd_rejects_bad_matrices(c, bad, floor):
     rejects(B.sqrtm_psd, c, match="shape")
     nonfinite = np.eye(3)
@@ -145,9 +160,11 @@ def test_retrieval_steps_reject_bad_queries_memories_and_beta(bad, beta, first):
 
 
 @FAST
-@given(max_iter=st.sampled_from([0, -3, 2.5, np.nan]), tol=st.sampled_from([-1e-6, np.nan, np.inf]),
-       w=st.sampled_from([np.array([0.5, 0.5, 0.5]), np.array([1.5, -0.5, 0.0]), np.array([np.nan, 0.5, 0.5]),
-                          np.ones(2) / 2]))
+@given(
+    max_iter=st.sampled_from([0, -3, 2.5, np.nan]),
+    tol=st.sampled_from([-1e-6, np.nan, np.inf]),
+    w=st.sampled_from([np.array([0.5, 0.5, 0.5]), np.array([1.5, -0.5, 0.0]), np.array([np.nan, 0.5, 0.5]), np.ones(2) / 2]),
+)
 def test_iteration_controls_and_frozen_weights(max_iter, tol, w):
     rejects(B.retrieve, M_OK, C_OK, M_OK, C_OK, 1.0, max_iter=max_iter, match="max_iter")
     rejects(B.retrieve, M_OK, C_OK, M_OK, C_OK, 1.0, tol=tol, match="tol")
@@ -158,8 +175,14 @@ def test_iteration_controls_and_frozen_weights(max_iter, tol, w):
 @FAST
 @given(q=st.integers(1, 3), d=st.integers(1, 3), wrong=st.sampled_from(["covs", "n_iter", "path", "energy", "dist"]))
 def test_retrieval_result_checks_its_shapes(q, d, wrong):
-    kw = dict(means=np.zeros((q, d)), covs=np.zeros((q, d, d)), n_iter=np.zeros(q, int),
-              path_means=np.zeros((2, q, d)), path_covs=np.zeros((2, q, d, d)), path_energy=np.zeros((2, q)))
+    kw = dict(
+        means=np.zeros((q, d)),
+        covs=np.zeros((q, d, d)),
+        n_iter=np.zeros(q, int),
+        path_means=np.zeros((2, q, d)),
+        path_covs=np.zeros((2, q, d, d)),
+        path_energy=np.zeros((2, q)),
+    )
     B.RetrievalResult(**kw, path_dist_sq=np.zeros((2, q, 5)))  # the right shapes pass
     key = {"covs": "covs", "n_iter": "n_iter", "path": "path_means", "energy": "path_energy", "dist": "path_dist_sq"}[wrong]
     kw[key] = np.zeros((q + 1, d + 1))
@@ -186,8 +209,12 @@ def test_bw_memory_rejects_bad_patterns_settings_and_use_before_fit(bad, beta, m
 
 @covers("bwdam.estimators.EuclideanDenseAssociativeMemory")
 @FAST
-@given(X=arrays(float, st.sampled_from([(3,), (0, 2), (2, 0), (2, 2, 2)]), elements=st.floats(-1, 1)),
-       bad=bad_floats, beta=bad_betas, p=st.integers(3, 5))
+@given(
+    X=arrays(float, st.sampled_from([(3,), (0, 2), (2, 0), (2, 2, 2)]), elements=st.floats(-1, 1)),
+    bad=bad_floats,
+    beta=bad_betas,
+    p=st.integers(3, 5),
+)
 def test_euclidean_memory_rejects_bad_patterns_and_queries(X, bad, beta, p):
     rejects(B.EuclideanDenseAssociativeMemory(1.0).fit, X, match="shape")
     Xn = np.ones((3, 2))
@@ -206,8 +233,12 @@ def test_euclidean_memory_rejects_bad_patterns_and_queries(X, bad, beta, p):
 
 @covers("bwdam.data.sample_commuting_gaussians", "bwdam.data.sample_shared_mean_gaussians")
 @FAST
-@given(n=bad_sizes, lam=st.sampled_from([(-1.0, 1.0), (2.0, 1.0), (0.0, 1.0), (np.nan, 1.0), (1.0, np.inf)]),
-       junk=not_numbers, radius=st.sampled_from([-1.0, 0.0, np.nan, np.inf]))
+@given(
+    n=bad_sizes,
+    lam=st.sampled_from([(-1.0, 1.0), (2.0, 1.0), (0.0, 1.0), (np.nan, 1.0), (1.0, np.inf)]),
+    junk=not_numbers,
+    radius=st.sampled_from([-1.0, 0.0, np.nan, np.inf]),
+)
 def test_pattern_samplers_reject_bad_sizes_and_bounds(n, lam, junk, radius):
     for fn in (B.sample_commuting_gaussians, B.sample_shared_mean_gaussians):
         rejects(fn, n, 3, match="n=")
@@ -221,8 +252,7 @@ def test_pattern_samplers_reject_bad_sizes_and_bounds(n, lam, junk, radius):
 
 @covers("bwdam.data.perturb_gaussians", "bwdam.data.sample_covariance_queries")
 @FAST
-@given(bad=bad_gaussians(), r=st.sampled_from([-0.1, np.nan, np.inf]), ns=st.integers(-3, 1),
-       cs=st.sampled_from([-1.0, np.nan]))
+@given(bad=bad_gaussians(), r=st.sampled_from([-0.1, np.nan, np.inf]), ns=st.integers(-3, 1), cs=st.sampled_from([-1.0, np.nan]))
 def test_query_models_reject_bad_input(bad, r, ns, cs):
     m, c = bad
     rejects(B.perturb_gaussians, m, c, 1.0, random_state=0)
@@ -235,8 +265,12 @@ def test_query_models_reject_bad_input(bad, r, ns, cs):
 
 @covers("bwdam.data.digits_gaussians")
 @FAST
-@given(nc=st.sampled_from([0, -2, 65, 2.5]), nn=st.sampled_from([1, 0, 175, -3]), ridge=st.sampled_from([-0.1, np.nan]),
-       npat=st.sampled_from([0, -1, 1798]))
+@given(
+    nc=st.sampled_from([0, -2, 65, 2.5]),
+    nn=st.sampled_from([1, 0, 175, -3]),
+    ridge=st.sampled_from([-0.1, np.nan]),
+    npat=st.sampled_from([0, -1, 1798]),
+)
 def test_digits_gaussians_rejects_bad_settings(nc, nn, ridge, npat):
     rejects(B.digits_gaussians, n_components=nc, match="n_components")
     rejects(B.digits_gaussians, n_neighbors=nn, match="n_neighbors")
@@ -249,9 +283,13 @@ def test_digits_gaussians_rejects_bad_settings(nc, nn, ridge, npat):
 
 @covers("bwdam.evaluation.retrieval_success")
 @FAST
-@given(tg=st.sampled_from([np.array([0, 1]), np.array([0, 1, 3]), np.array([-1, 0, 1]), np.array([0.0, 1.0, 2.0]),
-                           np.zeros((3, 1), int)]),
-       method=st.sampled_from(["l2", "BW", "", "cov"]), beta=bad_betas)
+@given(
+    tg=st.sampled_from(
+        [np.array([0, 1]), np.array([0, 1, 3]), np.array([-1, 0, 1]), np.array([0.0, 1.0, 2.0]), np.zeros((3, 1), int)]
+    ),
+    method=st.sampled_from(["l2", "BW", "", "cov"]),
+    beta=bad_betas,
+)
 def test_retrieval_success_rejects_bad_targets_method_and_beta(tg, method, beta):
     rejects(B.retrieval_success, M_OK, C_OK, M_OK, C_OK, tg, 1.0, match="targets")
     rejects(B.retrieval_success, M_OK, C_OK, M_OK, C_OK, np.arange(3), 1.0, method=method, match="method")
@@ -260,9 +298,13 @@ def test_retrieval_success_rejects_bad_targets_method_and_beta(tg, method, beta)
 
 @covers("bwdam.evaluation.capacity_curve", "bwdam.evaluation.capacity_threshold")
 @FAST
-@given(grid=st.sampled_from([[], [4, 2], [0, 2], [2, 2.5], [2, np.nan], [[2, 4]]]),
-       rate=st.sampled_from([1.5, -0.1, np.inf]), level=st.sampled_from([0.0, -0.5, 1.5, np.nan]),
-       d=bad_sizes, stop=st.sampled_from([-0.1, 1.5, np.nan]))
+@given(
+    grid=st.sampled_from([[], [4, 2], [0, 2], [2, 2.5], [2, np.nan], [[2, 4]]]),
+    rate=st.sampled_from([1.5, -0.1, np.inf]),
+    level=st.sampled_from([0.0, -0.5, 1.5, np.nan]),
+    d=bad_sizes,
+    stop=st.sampled_from([-0.1, 1.5, np.nan]),
+)
 def test_capacity_helpers_reject_bad_grids_rates_and_levels(grid, rate, level, d, stop):
     rejects(B.capacity_threshold, grid, np.ones(np.size(grid)), match="n_grid")
     rejects(B.capacity_threshold, [2, 4], [1.0, rate], match="success")
@@ -283,8 +325,12 @@ def test_paired_sign_test_rejects_shapes_non_booleans_and_empty(n, vals):
     rejects(B.paired_sign_test, np.zeros(0, bool), np.zeros(0, bool), match="empty")
 
 
-@covers("bwdam.experiments.stream", "bwdam.experiments.retrieval_dynamics", "bwdam.experiments.shared_mean_retrieval",
-        "bwdam.experiments.digits_retrieval")
+@covers(
+    "bwdam.experiments.stream",
+    "bwdam.experiments.retrieval_dynamics",
+    "bwdam.experiments.shared_mean_retrieval",
+    "bwdam.experiments.digits_retrieval",
+)
 def test_experiment_loops_reject_bad_sizes_and_keys():
     rejects(B.stream)
     rejects(B.stream, -1)
