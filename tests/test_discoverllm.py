@@ -183,13 +183,22 @@ def test_replay_one_episode_twice_step_by_step():
 def test_group_advantages_and_objective_direct():
     returns = np.array([1.0, 3.0, 2.0, 2.0, 0.0, 4.0])
     groups = np.array([0, 0, 1, 1, 2, 2])
-    adv = D.response_type_advantages(returns, groups, eps=1e-6)
+    # the authors' convention (TRL GRPOTrainer, scale_rewards="group"): sample sd + 1e-4, the default
+    adv = D.response_type_advantages(returns, groups)
+    direct = []
+    for r, g in zip(returns, groups):
+        m = returns[groups == g]
+        direct.append((r - m.mean()) / (np.sqrt(((m - m.mean()) ** 2).sum() / (len(m) - 1)) + 1e-4))
+    np.testing.assert_allclose(adv, direct)
+    assert adv[2] == adv[3] == 0.0
+    # the chapter's earlier convention: population sd + 1e-6
+    pop = D.response_type_advantages(returns, groups, eps=1e-6, sd="population")
     direct = []
     for r, g in zip(returns, groups):
         m = returns[groups == g]
         direct.append((r - m.mean()) / (np.sqrt(((m - m.mean()) ** 2).mean()) + 1e-6))
-    np.testing.assert_allclose(adv, direct)
-    assert adv[2] == adv[3] == 0.0
+    np.testing.assert_allclose(pop, direct)
+    assert not np.allclose(adv, pop)
     logp = torch.tensor([-0.1, -1.2, -0.7, -2.0, -0.3, -0.9, -1.5], dtype=torch.float64)
     ep = torch.tensor([0, 0, 1, 2, 2, 2, 3])
     a = torch.tensor([0.5, -1.0, 2.0, -0.25], dtype=torch.float64)

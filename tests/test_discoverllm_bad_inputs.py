@@ -129,6 +129,8 @@ def test_pg_bad_inputs():
     rejects(D.response_type_advantages, [1.0, 2.0], [0], match="same length")
     rejects(D.response_type_advantages, [1.0, np.nan], [0, 0], match="finite")
     rejects(D.response_type_advantages, [1.0, 2.0], [0, 0], eps=0.0, match="eps")
+    rejects(D.response_type_advantages, [1.0, 2.0], [0, 0], sd="batch", match="sd")
+    rejects(D.response_type_advantages, [1.0, 2.0], [0, 1], match="at least 2")
     lp = torch.zeros(3)
     rejects(D.response_type_objective, lp, torch.tensor([0, 1]), torch.zeros(2), match="same length")
     rejects(D.response_type_objective, lp, torch.tensor([0, 1, 5]), torch.zeros(2), match="episode indices")

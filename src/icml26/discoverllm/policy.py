@@ -6,8 +6,8 @@ writes the message and :class:`~icml26.discoverllm.simulator.IntentSimulator` an
 scores it. Training follows GRPO's group normalisation: :math:`G` conversations with the
 same simulated user (same seed) form a group; each conversation's return
 :math:`R_i = \\sum_t R_{i,t}` gets the advantage
-:math:`A_i = (R_i - \\operatorname{mean}_g R) / (\\operatorname{std}_g R + \\epsilon)`, and the
-objective is
+:math:`A_i = (R_i - \\operatorname{mean}_g R) / (\\operatorname{std}_g R + \\epsilon)` (the sample standard
+deviation and :math:`\\epsilon = 10^{-4}`, as the authors' TRL trainer), and the objective is
 
 .. math::
 
@@ -52,6 +52,7 @@ __all__ = [
 ]
 
 REWARD_MODES = ("conversation", "turn")
+ADVANTAGE_SD = ("sample", "population")
 
 
 @dataclass(frozen=True)
@@ -316,22 +317,35 @@ def run_episodes(
     return eps
 
 
-def response_type_advantages(returns, groups, eps: float = 1e-6) -> np.ndarray:
+def response_type_advantages(returns, groups, eps: float = 1e-4, sd: str = "sample") -> np.ndarray:
     """Group-normalised advantages :math:`(R_i - \\bar R_g) / (s_g + \\epsilon)`.
+
+    By default the authors' convention: their trainer (``training/trainers/grpo.py``, TRL's
+    ``GRPOTrainer`` with ``scale_rewards="group"``) divides by the group's *sample* standard
+    deviation, :math:`s_g^2 = \\frac{1}{|g| - 1}\\sum_{j \\in g} (R_j - \\bar R_g)^2` (torch's
+    ``std()``), plus :math:`\\epsilon = 10^{-4}`. ``sd="population"`` divides by :math:`|g|`
+    instead (with ``eps=1e-6`` this chapter's earlier convention).
 
     Parameters
     ----------
     returns : array_like, shape (E,)
         Episode returns.
     groups : array_like of int, shape (E,)
-        Group id of each episode (same simulated user).
+        Group id of each episode (same simulated user); with ``sd="sample"`` every group
+        holds at least two.
     eps : float
-        Added to the group's standard deviation (population sd, ``ddof=0``; the authors'
-        TRL trainer uses the sample sd and 1e-4, see :func:`icml26._grpo.group_advantages`).
+        Added to the group's standard deviation (> 0).
+    sd : {"sample", "population"}
+        Standard-deviation convention (see :func:`icml26._grpo.group_advantages`).
 
     Returns
     -------
     numpy.ndarray, shape (E,)
+
+    References
+    ----------
+    Shao et al., "DeepSeekMath", arXiv:2402.03300, Sec. 4.1.2; TRL ``GRPOTrainer``
+    (``scale_rewards="group"``: ``rewards.view(-1, G).std(dim=1)``, then ``/ (std + 1e-4)``).
     """
     r = np.asarray(returns, dtype=float)
     g = np.asarray(groups)
@@ -340,7 +354,9 @@ def response_type_advantages(returns, groups, eps: float = 1e-6) -> np.ndarray:
     if not np.all(np.isfinite(r)):
         raise ValueError("returns must be finite")
     eps = check_real(eps, "eps", lo=0.0, lo_open=True)
-    return group_advantages(r, g, sd="population", eps=eps)
+    if sd not in ADVANTAGE_SD:
+        raise ValueError(f"sd={sd!r} is not a standard-deviation convention here; use one of {ADVANTAGE_SD}")
+    return group_advantages(r, g, sd=sd, eps=eps)
 
 
 def response_type_objective(logp, episode, advantages):
