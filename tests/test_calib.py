@@ -65,8 +65,9 @@ def test_row_sum_check_is_the_exact_float64_one_near_the_tolerance(dtype):
     exact = np.abs(p.sum(1, dtype=np.float64) - 1) > C.SUM_ATOL
     assert 0 < exact.sum() < len(p)
     np.testing.assert_array_equal(C._rows_off_one(p), exact)
-    np.testing.assert_array_equal(C._rows_off_one(p.astype(np.float16)), np.abs(
-        p.astype(np.float16).sum(1, dtype=np.float64) - 1) > C.SUM_ATOL)
+    np.testing.assert_array_equal(
+        C._rows_off_one(p.astype(np.float16)), np.abs(p.astype(np.float16).sum(1, dtype=np.float64) - 1) > C.SUM_ATOL
+    )
 
 
 def test_top_label_ece_by_hand():
@@ -120,7 +121,7 @@ def test_pit_is_uniform_for_a_calibrated_forecast():
     for order in ("random", "fixed"):
         u = C.pit_values(p, y, class_order=order, random_state=1)
         assert C.ks_uniform(u) < 0.015
-    assert C.ks_uniform(C.pit_values(p ** 3 / (p ** 3).sum(1, keepdims=True), y, random_state=1)) > 0.03  # overconfident
+    assert C.ks_uniform(C.pit_values(p**3 / (p**3).sum(1, keepdims=True), y, random_state=1)) > 0.03  # overconfident
 
 
 def test_ks_uniform_matches_scipy():
@@ -141,7 +142,9 @@ def test_pit_histogram_density():
 @pytest.mark.parametrize("K,n,n_bins", [(2, 50, 5), (3, 500, 15), (10, 5000, 15), (10, 2000, 1), (5, 300, 40)])
 def test_top_label_ece_matches_torchmetrics(K, n, n_bins):
     p, y = dirichlet_probs(n, K, seed=K + n)
-    ref = multiclass_calibration_error(torch.tensor(p, dtype=torch.float64), torch.tensor(y), num_classes=K, n_bins=n_bins, norm="l1")
+    ref = multiclass_calibration_error(
+        torch.tensor(p, dtype=torch.float64), torch.tensor(y), num_classes=K, n_bins=n_bins, norm="l1"
+    )
     assert C.top_label_ece(p, y, n_bins) == pytest.approx(float(ref), abs=1e-6)
 
 

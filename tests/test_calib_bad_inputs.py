@@ -83,8 +83,11 @@ def test_wrong_shapes(p):
 
 
 @FAST
-@given(st.sampled_from([np.array([0, 3]), np.array([-1, 0]), np.array([0]), np.array([0.5, 1.0]), np.array([True, False]),
-                        "ab", None]))
+@given(
+    st.sampled_from(
+        [np.array([0, 3]), np.array([-1, 0]), np.array([0]), np.array([0.5, 1.0]), np.array([True, False]), "ab", None]
+    )
+)
 def test_bad_labels(y):
     for f in (*METRICS, C.pit_values):
         rejects(f, P, y)
@@ -133,8 +136,21 @@ def test_n_epochs_bad_input():
 
 @covers("calib.fit_mlp", "calib.fit_ddso")
 @FAST
-@given(st.sampled_from([dict(epochs=0), dict(epochs=-3), dict(lr=0.0), dict(lr=np.nan), dict(batch_size=0), dict(hidden=0),
-                        dict(epochs="5"), dict(min_steps=-1), dict(min_steps=1.5)]))
+@given(
+    st.sampled_from(
+        [
+            dict(epochs=0),
+            dict(epochs=-3),
+            dict(lr=0.0),
+            dict(lr=np.nan),
+            dict(batch_size=0),
+            dict(hidden=0),
+            dict(epochs="5"),
+            dict(min_steps=-1),
+            dict(min_steps=1.5),
+        ]
+    )
+)
 def test_training_budgets(kw):
     split = C.load_calibration_split("iris", random_state=0)
     rejects(C.fit_mlp, split, **kw)
@@ -171,9 +187,18 @@ def test_post_hoc_options():
 
 @covers("calib.focal_loss", "calib.pit_loss")
 @FAST
-@given(st.sampled_from([(torch.zeros(3), torch.zeros(3, dtype=torch.int64)), (torch.zeros(3, 2), torch.zeros(2, dtype=torch.int64)),
-                        (torch.zeros(3, 2), torch.zeros(3)), (torch.zeros(3, 2), torch.full((3,), 5)),
-                        (np.zeros((3, 2)), np.zeros(3, int)), (torch.full((2, 2), float("nan")), torch.zeros(2, dtype=torch.int64))]))
+@given(
+    st.sampled_from(
+        [
+            (torch.zeros(3), torch.zeros(3, dtype=torch.int64)),
+            (torch.zeros(3, 2), torch.zeros(2, dtype=torch.int64)),
+            (torch.zeros(3, 2), torch.zeros(3)),
+            (torch.zeros(3, 2), torch.full((3,), 5)),
+            (np.zeros((3, 2)), np.zeros(3, int)),
+            (torch.full((2, 2), float("nan")), torch.zeros(2, dtype=torch.int64)),
+        ]
+    )
+)
 def test_bad_loss_inputs(args):
     rejects(C.focal_loss, *args)
     rejects(C.pit_loss, *args)

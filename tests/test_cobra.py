@@ -62,7 +62,10 @@ def test_layer_contributions_match_the_per_layer_conductance():
     x = torch.randn(10, 5, dtype=torch.float64)
     layers = {"a": net[1], "b": net[3]}
     got = C.layer_contributions(net, layers, x, target="all", n_steps=8, batch_size=3)
-    want = [sum(float(C.layer_conductance(net, m, x, target=t, n_steps=8).abs().sum()) for t in range(3)) / 10 for m in layers.values()]
+    want = [
+        sum(float(C.layer_conductance(net, m, x, target=t, n_steps=8).abs().sum()) for t in range(3)) / 10
+        for m in layers.values()
+    ]
     np.testing.assert_allclose(got, want, rtol=1e-10)
 
 
@@ -154,8 +157,9 @@ def test_the_linear_schedule_warms_up_and_decays_to_zero():
     runs = {}
     for schedule in ("constant", "linear"):
         pm = C.make_lora_model(task.base, dict.fromkeys(task.layer_names, 1), random_state=0)
-        runs[schedule] = C.train_lora(pm, loss, task.X_train, task.y_train, steps=50, lr=1e-2, batch_size=16,
-                                      schedule=schedule, random_state=0)["loss"]
+        runs[schedule] = C.train_lora(
+            pm, loss, task.X_train, task.y_train, steps=50, lr=1e-2, batch_size=16, schedule=schedule, random_state=0
+        )["loss"]
     assert runs["constant"][0] == runs["linear"][0]  # the same first batch and model
     assert not np.array_equal(runs["constant"], runs["linear"])  # the rate differs from the first step on
 
@@ -180,7 +184,9 @@ def test_train_lora_reduces_the_loss_and_records_gradients():
     def loss(m, xb, yb):
         return ((m(xb) - yb) ** 2).mean()
 
-    out = C.train_lora(pm, loss, task.X_train, task.y_train, steps=80, lr=1e-2, batch_size=64, record_grad_norms=True, random_state=0)
+    out = C.train_lora(
+        pm, loss, task.X_train, task.y_train, steps=80, lr=1e-2, batch_size=64, record_grad_norms=True, random_state=0
+    )
     assert out["loss"][-10:].mean() < out["loss"][:10].mean()
     assert set(out["grad_norms"]) == set(task.layer_names)
     g, warm = C.lora_gradient_demand(task.base, task.layer_names, loss, task.X_train, task.y_train, steps=5, random_state=1)
@@ -197,8 +203,9 @@ def test_regression_task_plants_the_requested_ranks():
 
 
 def test_encoder_task_is_small_and_labelled():
-    task = C.marker_encoder_task(vocab=12, seq_len=6, hidden=16, layers=1, heads=2, pretrain_steps=2, n_corpus=32,
-                                 n_train=40, n_test=20, random_state=0)
+    task = C.marker_encoder_task(
+        vocab=12, seq_len=6, hidden=16, layers=1, heads=2, pretrain_steps=2, n_corpus=32, n_train=40, n_test=20, random_state=0
+    )
     assert task.X_train.shape == (40, 7) and set(task.y_train.tolist()) <= {0, 1}
     assert len(task.module_names) == 6 and task.costs.tolist()[0] == 32
     assert not any(p.requires_grad for p in task.model.parameters())
@@ -235,8 +242,10 @@ def test_largest_remainder_spends_what_clipping_to_min_rank_left():
 def test_dirichlet_stage_can_move_away_from_p_and_the_prior_pulls_it_back():
     costs = np.array([96, 128, 68])
     p = np.array([0.5, 0.3, 0.2])
-    dev = [np.abs(C.dirichlet_rank_allocation(p, costs, 4 * costs.sum(), kappa=k, random_state=0).shares - p).max()
-           for k in (0.5, 50.0, 5000.0)]
+    dev = [
+        np.abs(C.dirichlet_rank_allocation(p, costs, 4 * costs.sum(), kappa=k, random_state=0).shares - p).max()
+        for k in (0.5, 50.0, 5000.0)
+    ]
     assert dev[0] > 0.03  # a weak prior: the posterior mean leaves p
     assert dev[2] < 0.005 and dev[0] > dev[1] > dev[2]
 
@@ -252,8 +261,14 @@ def test_task_contributions_equal_captum_on_the_task_loss():
     layers = {"a": net[1], "b": net[2]}
     got = C.task_contributions(net, layers, x, y, C.neg_squared_error, n_steps=12, batch_size=3)
     want = [
-        float(captum_attr.LayerConductance(f, m).attribute(
-            x, baselines=0.0, additional_forward_args=(y,), n_steps=12, method="riemann_trapezoid").detach().abs().sum()) / 7
+        float(
+            captum_attr.LayerConductance(f, m)
+            .attribute(x, baselines=0.0, additional_forward_args=(y,), n_steps=12, method="riemann_trapezoid")
+            .detach()
+            .abs()
+            .sum()
+        )
+        / 7
         for m in layers.values()
     ]
     np.testing.assert_allclose(got, want, rtol=1e-10)
@@ -262,8 +277,7 @@ def test_task_contributions_equal_captum_on_the_task_loss():
 def test_true_class_log_prob_is_minus_cross_entropy():
     z = torch.randn(5, 3)
     y = torch.tensor([0, 2, 1, 1, 0])
-    torch.testing.assert_close(C.true_class_log_prob(z, y),
-                               -torch.nn.functional.cross_entropy(z, y, reduction="none"))
+    torch.testing.assert_close(C.true_class_log_prob(z, y), -torch.nn.functional.cross_entropy(z, y, reduction="none"))
 
 
 def _check_budgets(rows, costs, r0):
@@ -291,12 +305,24 @@ def test_every_method_is_counted_at_the_budget_in_task_a():
 
 
 def test_every_method_is_counted_at_the_budget_in_task_b():
-    enc = C.marker_encoder_task(vocab=12, seq_len=6, hidden=16, layers=1, heads=2, pretrain_steps=2, n_corpus=32,
-                                n_train=40, n_test=20, rule="halves", random_state=0)
+    enc = C.marker_encoder_task(
+        vocab=12,
+        seq_len=6,
+        hidden=16,
+        layers=1,
+        heads=2,
+        pretrain_steps=2,
+        n_corpus=32,
+        n_train=40,
+        n_test=20,
+        rule="halves",
+        random_state=0,
+    )
     out = C.encoder_seed(enc, r0=2, steps=12, warmup=3, batch_size=16, cond_n=4, cond_steps=4, random_state=0)
     _check_budgets(out["rows"], enc.costs, 2)
-    sub = C.encoder_seed(enc, r0=2, steps=12, warmup=3, batch_size=16, cond_n=4, cond_steps=4,
-                         methods=["uniform", C.ADALORA], random_state=0)
+    sub = C.encoder_seed(
+        enc, r0=2, steps=12, warmup=3, batch_size=16, cond_n=4, cond_steps=4, methods=["uniform", C.ADALORA], random_state=0
+    )
     assert [r["method"] for r in sub["rows"]] == ["uniform", C.ADALORA]
 
 

@@ -31,7 +31,12 @@ def test_a_budget_below_one_rank_per_layer_is_rejected(costs, short):
     rejects(C.dirichlet_rank_allocation, np.ones(len(costs)), costs, budget, match="budget")
 
 
-@covers("cobra.allocation.largest_remainder_ranks", "cobra.allocation.share_ranks", "cobra.allocation.dirichlet_rank_allocation", "cobra.allocation.ta_lc")
+@covers(
+    "cobra.allocation.largest_remainder_ranks",
+    "cobra.allocation.share_ranks",
+    "cobra.allocation.dirichlet_rank_allocation",
+    "cobra.allocation.ta_lc",
+)
 def test_bad_vectors_are_rejected():
     rejects(C.largest_remainder_ranks, [1.0, -1.0], [5, 5], 20, match=">= 0")
     rejects(C.largest_remainder_ranks, [1.0, 1.0], [5], 20, match="one entry per layer")
@@ -111,24 +116,33 @@ def test_inputs_of_another_dtype_than_the_model_are_named():
     assert C.layer_conductance(net, net[0], x.double(), target=0).dtype == torch.float64
 
 
-@covers("cobra.tasks.marker_encoder_task", "cobra.contributions.task_contributions", "cobra.experiments.build_methods", "cobra.adapters.adalora_orth_penalty",
-        "cobra.adapters.adapter_param_counts")
+@covers(
+    "cobra.tasks.marker_encoder_task",
+    "cobra.contributions.task_contributions",
+    "cobra.experiments.build_methods",
+    "cobra.adapters.adalora_orth_penalty",
+    "cobra.adapters.adapter_param_counts",
+)
 def test_bad_new_settings_are_rejected():
     rejects(C.marker_encoder_task, rule="parity", match="rule='parity'")
     rejects(C.marker_encoder_task, marker_rate=0.0, match="marker_rate")
     rejects(C.marker_encoder_task, vocab=8, n_markers=5, match="n_markers=5")
     net = _net()
     x = torch.randn(4, 3)
-    rejects(C.task_contributions, net, {"a": net[0]}, x, torch.zeros(3, 2), C.neg_squared_error,
-            match="one row per input")
+    rejects(C.task_contributions, net, {"a": net[0]}, x, torch.zeros(3, 2), C.neg_squared_error, match="one row per input")
     rejects(C.task_contributions, net, {"a": net[0]}, x, torch.zeros(4, 2), "mse", match="score must be callable")
     rejects(C.build_methods, net, ["0"], {}, r0=2, total_step=10, methods=["LoRA-XL"], match="LoRA-XL")
     rejects(C.adalora_orth_penalty, net, match="no lora_A")
     rejects(C.adapter_param_counts, "model", match="nn.Module")
 
 
-@covers("cobra.experiments.allocate_ranks", "cobra.experiments.encoder_seed", "cobra.experiments.regression_seed", "cobra.contributions.neg_squared_error",
-        "cobra.contributions.true_class_log_prob")
+@covers(
+    "cobra.experiments.allocate_ranks",
+    "cobra.experiments.encoder_seed",
+    "cobra.experiments.regression_seed",
+    "cobra.contributions.neg_squared_error",
+    "cobra.contributions.true_class_log_prob",
+)
 def test_bad_experiment_calls_are_rejected():
     rejects(C.allocate_ranks, [1.0, 2.0], [1.0, 2.0, 3.0], [10, 10], 40, match="same length")
     rejects(C.encoder_seed, "task", r0=2, steps=10, match="EncoderTask")

@@ -21,8 +21,19 @@ KW = dict(request_len=4, trace_len=4, n_objects=6, n_payloads=4, n_fillers=4, n_
 
 def tiny(n_layer=2, n_head=2, n_embd=16, vocab=64, seed=0):
     torch.manual_seed(seed)
-    cfg = GPT2Config(n_layer=n_layer, n_head=n_head, n_embd=n_embd, vocab_size=vocab, n_positions=32,
-                     bos_token_id=2, eos_token_id=3, pad_token_id=0, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    cfg = GPT2Config(
+        n_layer=n_layer,
+        n_head=n_head,
+        n_embd=n_embd,
+        vocab_size=vocab,
+        n_positions=32,
+        bos_token_id=2,
+        eos_token_id=3,
+        pad_token_id=0,
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+    )
     with contextlib.redirect_stderr(io.StringIO()):
         return GPT2LMHeadModel(cfg).eval()
 
@@ -41,7 +52,7 @@ def test_traces_layout_and_classes():
     for text, uns, pay in zip(ts.texts, ts.unsafe, ts.payload):
         w = text.split()
         assert len(w) == n and w[-1] == "<refuse>" and w[-2] == "<answer>"
-        assert w[2: 2 + KW["request_len"]].count(pay) == 1
+        assert w[2 : 2 + KW["request_len"]].count(pay) == 1
         assert (w[ts.copy_index] == pay) == bool(uns)
         assert (int(w[1][4:]) < 4) == bool(uns)  # the first half of the kinds are unsafe
     assert T.make_traces(50, random_state=3, **KW).texts == ts.texts
@@ -86,7 +97,7 @@ def test_head_metrics_on_hand_made_attention():
     A[:, 0] = A[:, 1] = 0.5
     b1, v, b3 = C.head_jacobian_metrics(A, size=4, n_rows=4, random_state=0)
     assert b1 == pytest.approx(0.5, abs=1e-9) and b3 == pytest.approx(1.0, abs=1e-9)
-    assert abs(abs(v[0]) - 2 ** -0.5) < 1e-6 and abs(v[0] + v[1]) < 1e-6
+    assert abs(abs(v[0]) - 2**-0.5) < 1e-6 and abs(v[0] + v[1]) < 1e-6
     # uniform rows over n: B1 = 1/n, effective rank n - 1 (n - 1 equal eigenvalues 1/n and one 0)
     b1, _, b3 = C.head_jacobian_metrics(torch.full((6, 6), 1 / 6), size=6, n_rows=6, random_state=0)
     assert b1 == pytest.approx(1 / 6, abs=1e-9) and b3 == pytest.approx(5.0, abs=1e-6)
@@ -128,8 +139,8 @@ def test_temperature_one_and_no_heads_are_the_identity(data, shape):
     m2 = tiny(vocab=len(tok), **shape)
     m2.load_state_dict(m.state_dict())
     with torch.no_grad():
-        m2.transformer.h[0].attn.c_attn.weight[:, dh: 2 * dh] /= 0.5
-        m2.transformer.h[0].attn.c_attn.bias[dh: 2 * dh] /= 0.5
+        m2.transformer.h[0].attn.c_attn.weight[:, dh : 2 * dh] /= 0.5
+        m2.transformer.h[0].attn.c_attn.bias[dh : 2 * dh] /= 0.5
         ref = m2(x).logits
     assert torch.allclose(other, ref, atol=1e-5) and not torch.equal(other, base)
 
@@ -143,8 +154,8 @@ def test_ablation_zeroes_exactly_the_planted_head(data, shape):
     d = shape["n_embd"]
     dh = d // shape["n_head"]
     with torch.no_grad():
-        m.transformer.h[1].attn.c_attn.weight[:, 2 * d: 2 * d + dh] = 0  # value of head 0, layer 1
-        m.transformer.h[1].attn.c_attn.bias[2 * d: 2 * d + dh] = 0
+        m.transformer.h[1].attn.c_attn.weight[:, 2 * d : 2 * d + dh] = 0  # value of head 0, layer 1
+        m.transformer.h[1].attn.c_attn.bias[2 * d : 2 * d + dh] = 0
     texts, idx = ts.texts, ts.copy_index
     out = C.head_ablation(m, tok, texts, idx)
     assert out["rate_drop"].shape == (shape["n_layer"], shape["n_head"])
@@ -153,7 +164,7 @@ def test_ablation_zeroes_exactly_the_planted_head(data, shape):
     m2 = tiny(vocab=len(tok), **shape)
     m2.load_state_dict(m.state_dict())
     with torch.no_grad():
-        m2.transformer.h[0].attn.c_proj.weight[dh: 2 * dh, :] = 0
+        m2.transformer.h[0].attn.c_proj.weight[dh : 2 * dh, :] = 0
     r2, p2 = C.copy_rate(m2, tok, texts, idx)
     assert out["base_prob"] - out["prob_drop"][0, 1] == pytest.approx(p2, abs=1e-6)
     together = C.head_ablation(m, tok, texts, idx, heads=[(0, 1)])
@@ -177,12 +188,12 @@ def test_copy_rate_on_a_hand_built_copier(data):
             norm.weight.fill_(1.0)
         W = m.transformer.h[0].attn.c_attn.weight  # (d, 3d): x @ W -> q, k, v
         W[:, :V] = 0
-        W[:, 2 * V:] = torch.eye(V)  # value = input
+        W[:, 2 * V :] = torch.eye(V)  # value = input
         for i in pay_ids:
             W[i, V + i] = 0
         m.transformer.h[0].attn.c_attn.bias[:V] = 1.0  # constant query ...
         for i in pay_ids:
-            W[i, V:2 * V] = 0
+            W[i, V : 2 * V] = 0
             W[i, V + 0] = 40.0  # ... meets a key that only payload words have
         m.transformer.h[0].attn.c_proj.weight.copy_(torch.eye(V) * 50)
     _, unsafe = ts.split()
@@ -198,7 +209,7 @@ def test_pipeline_runs_on_two_sizes(data, shape):
     safe, unsafe = ts.split()
     g = C.layer_angle_gap(m, tok, safe, unsafe, n_pairs=10, width=2, random_state=0)
     assert g.gap.shape == (shape["n_layer"],) and len(g.window) == 2
-    assert np.isclose(g.gap[g.window].mean(), max(g.gap[i:i + 2].mean() for i in range(shape["n_layer"] - 1)))
+    assert np.isclose(g.gap[g.window].mean(), max(g.gap[i : i + 2].mean() for i in range(shape["n_layer"] - 1)))
     hm = C.attention_head_metrics(m, tok, safe[:3], g.window, size=8, query_from=KW["request_len"] + 2, random_state=0)
     assert hm.b1.shape == (3, 2, shape["n_head"]) and hm.b2.shape == (3, 2, shape["n_head"], 8)
     assert np.all(hm.b1 <= 0.5 + 1e-9) and np.all(hm.b1 >= -1e-12)
@@ -229,8 +240,8 @@ def test_head_metrics_find_a_difference_planted_at_a_known_head(data):
     d = E // H
     with torch.no_grad():
         attn = b_model.transformer.h[planted[0]].attn.c_attn
-        attn.weight[:, planted[1] * d:(planted[1] + 1) * d] *= 5.0  # the query block of that head
-        attn.bias[planted[1] * d:(planted[1] + 1) * d] *= 5.0
+        attn.weight[:, planted[1] * d : (planted[1] + 1) * d] *= 5.0  # the query block of that head
+        attn.bias[planted[1] * d : (planted[1] + 1) * d] *= 5.0
     safe, _ = ts.split()
     kw = dict(size=8, query_from=KW["request_len"] + 2, random_state=0)
     a = C.attention_head_metrics(a_model, tok, safe[:4], list(range(L)), **kw)
@@ -263,7 +274,7 @@ def test_angle_gap_at_a_position_reads_that_token(data):
     words = ts.texts[0].split()
     p = len(words) - 3
     other = next(w for t in ts.texts for w in t.split() if w != words[p + 1] and not w.startswith("<"))
-    alt = " ".join(words[: p + 1] + [other] + words[p + 2:])
+    alt = " ".join(words[: p + 1] + [other] + words[p + 2 :])
     kw = dict(n_pairs=6, width=1, random_state=0)
     at_p = C.layer_angle_gap(m, tok, [ts.texts[0]] * 2, [alt], position=p, **kw)
     last = C.layer_angle_gap(m, tok, [ts.texts[0]] * 2, [alt], **kw)
@@ -277,8 +288,19 @@ def test_angle_gap_at_a_position_reads_that_token(data):
 def test_analyse_model_is_the_pipeline_step_by_step(data):
     ts, tok = data
     m = tiny(n_layer=3, n_head=2, vocab=len(tok), seed=4)
-    kw = dict(n_pairs=8, width=2, n_metric=3, size=8, n_rows=6, n_iter=10, query_from=KW["request_len"] + 2,
-              taus=(0.5,), n_random=3, random_state=5, perturb_random_state=6)
+    kw = dict(
+        n_pairs=8,
+        width=2,
+        n_metric=3,
+        size=8,
+        n_rows=6,
+        n_iter=10,
+        query_from=KW["request_len"] + 2,
+        taus=(0.5,),
+        n_random=3,
+        random_state=5,
+        perturb_random_state=6,
+    )
     r = C.analyse_model(m, tok, ts, **kw)
     safe, unsafe = ts.split()
     g = C.layer_angle_gap(m, tok, safe, unsafe, n_pairs=8, width=2, random_state=5)
@@ -305,8 +327,8 @@ def test_mean_ablation_leaves_a_constant_head_alone_and_zero_ablation_does_not(d
     m = tiny(n_layer=2, n_head=2, n_embd=16, vocab=len(tok), seed=2)
     d, dh = 16, 8
     with torch.no_grad():
-        m.transformer.h[0].attn.c_attn.weight[:, 2 * d: 2 * d + dh] = 0  # value weights of head 0, layer 0
-        m.transformer.h[0].attn.c_attn.bias[2 * d: 2 * d + dh] = 3.0  # ... a constant value
+        m.transformer.h[0].attn.c_attn.weight[:, 2 * d : 2 * d + dh] = 0  # value weights of head 0, layer 0
+        m.transformer.h[0].attn.c_attn.bias[2 * d : 2 * d + dh] = 3.0  # ... a constant value
     texts, idx = ts.texts, ts.copy_index
     mean = C.head_ablation(m, tok, texts, idx, ablation="mean")
     zero = C.head_ablation(m, tok, texts, idx, ablation="zero")
@@ -330,9 +352,23 @@ def test_perturbation_control_fails_on_models_that_do_not_copy(data):
     truth, rand = [], []
     for seed in range(3):
         m = tiny(n_layer=2, n_head=2, vocab=len(tok), seed=10 + seed)
-        r = C.analyse_model(m, tok, ts, n_pairs=6, width=1, n_metric=2, size=8, n_rows=4, n_iter=5,
-                            query_from=KW["request_len"] + 2, taus=(4.0,), n_random=3, ablation="mean",
-                            random_state=seed, perturb_random_state=seed)
+        r = C.analyse_model(
+            m,
+            tok,
+            ts,
+            n_pairs=6,
+            width=1,
+            n_metric=2,
+            size=8,
+            n_rows=4,
+            n_iter=5,
+            query_from=KW["request_len"] + 2,
+            taus=(4.0,),
+            n_random=3,
+            ablation="mean",
+            random_state=seed,
+            perturb_random_state=seed,
+        )
         dk, dr = r["pert_truth"][4.0]
         truth.append(abs(dk))
         rand.append(np.abs(dr).mean())

@@ -29,8 +29,9 @@ def lm():
     ts = T.make_traces(8, random_state=0, **KW)
     tok = build_word_tokenizer(word_vocabulary(T.trace_corpus(300, random_state=1, **KW)))
     with contextlib.redirect_stderr(io.StringIO()):
-        m = GPT2LMHeadModel(GPT2Config(n_layer=2, n_head=2, n_embd=16, vocab_size=len(tok), n_positions=32,
-                                       bos_token_id=2, eos_token_id=3)).eval()
+        m = GPT2LMHeadModel(
+            GPT2Config(n_layer=2, n_head=2, n_embd=16, vocab_size=len(tok), n_positions=32, bos_token_id=2, eos_token_id=3)
+        ).eval()
     return m, tok, ts
 
 
@@ -66,8 +67,14 @@ def test_array_inputs_rejected():
     rejects(C.power_scale, np.array([1.0]), q=0.0, match="q")
 
 
-@covers("cotsafety.layer_angle_gap", "cotsafety.attention_head_metrics", "cotsafety.copy_rate", "cotsafety.head_ablation",
-        "cotsafety.head_temperature", "cotsafety.key_heads")
+@covers(
+    "cotsafety.layer_angle_gap",
+    "cotsafety.attention_head_metrics",
+    "cotsafety.copy_rate",
+    "cotsafety.head_ablation",
+    "cotsafety.head_temperature",
+    "cotsafety.key_heads",
+)
 def test_model_level_rejects(lm):
     m, tok, ts = lm
     safe, unsafe = ts.split()

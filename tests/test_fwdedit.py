@@ -15,8 +15,10 @@ from icml26.tinylm.tokenizer import build_word_tokenizer
 
 WORDS = ["zora", "bemi", "kalu", "tiva", "lives", "in", "the", "home", "of", "is", "ra", "pu", "fo", "nemo", "sako"]
 CONFIGS = {"small": dict(n_layer=3, n_embd=32, n_head=2), "wider": dict(n_layer=4, n_embd=48, n_head=4, n_inner=96)}
-REQS = [{"prompt": "{} lives in", "subject": "zora", "target_new": "nemo", "target_true": "sako"},
-        {"prompt": "{} lives in", "subject": "bemi", "target_new": "sako", "target_true": "nemo"}]
+REQS = [
+    {"prompt": "{} lives in", "subject": "zora", "target_new": "nemo", "target_true": "sako"},
+    {"prompt": "{} lives in", "subject": "bemi", "target_new": "sako", "target_true": "nemo"},
+]
 
 
 def _model(name):
@@ -119,12 +121,24 @@ def test_every_method_runs_and_the_original_model_is_untouched(lm):
     assert all(torch.equal(a, p.weight) for a, p in zip(w0, fe.mlp_projections(model)))
     same = fe.edit_metrics(model, model, tok, [case])
     assert abs(same["neighbourhood_kl"]) < 1e-12
-    rows = fe.tune_and_test(model, tok, [case], [case], layers, covs, fe.EditConfig(steps=2), lams=(1.0,), clamps=(1.0,),
-                            methods=("memit", "fe"))
+    rows = fe.tune_and_test(
+        model, tok, [case], [case], layers, covs, fe.EditConfig(steps=2), lams=(1.0,), clamps=(1.0,), methods=("memit", "fe")
+    )
     assert [r["method"] for r in rows] == ["memit", "fe"]
     # a one-setting grid with the validation edits as test edits: the score is computed from the row's own metrics
-    plain = fe.tune_and_test(model, tok, [case], [case], layers, covs, fe.EditConfig(steps=2), lams=(1.0,), clamps=(1.0,),
-                             methods=("memit",), selection="without_kl")[0]
+    plain = fe.tune_and_test(
+        model,
+        tok,
+        [case],
+        [case],
+        layers,
+        covs,
+        fe.EditConfig(steps=2),
+        lams=(1.0,),
+        clamps=(1.0,),
+        methods=("memit",),
+        selection="without_kl",
+    )[0]
     with_kl = rows[0]
     three = [with_kl["efficacy"], with_kl["validation"], with_kl["neighbourhood_acc"]]
     assert with_kl["score"] == pytest.approx(np.mean(three + [np.exp(-with_kl["neighbourhood_kl"])]), abs=1e-12)
@@ -142,8 +156,14 @@ def test_jacobian_cosine_fd_matches_autograd_and_is_one_at_gap_zero(lm):
     assert fd.shape == (2, 3) and np.abs(fd - ex).max() < 1e-3
 
 
-@covers("fwdedit.mlp_projections", "fwdedit.edit", "fwdedit.optimise_anchor", "fwdedit.collect_keys",
-        "fwdedit.jacobian_cosine", "fwdedit.EditConfig")
+@covers(
+    "fwdedit.mlp_projections",
+    "fwdedit.edit",
+    "fwdedit.optimise_anchor",
+    "fwdedit.collect_keys",
+    "fwdedit.jacobian_cosine",
+    "fwdedit.EditConfig",
+)
 def test_bad_models_layers_and_subjects_are_rejected():
     model, tok = _model("small")
     covs = _covs(model, tok, [0, 1])
@@ -153,10 +173,28 @@ def test_bad_models_layers_and_subjects_are_rejected():
     rejects(fe.edit, model, tok, REQS, [1, 0], "fe", fe.EditConfig(), covs, match="increasing")
     bad = [{"prompt": "{} lives in", "subject": "unknownname", "target_new": "nemo"}]
     rejects(fe.edit, model, tok, bad, [0], "fe", fe.EditConfig(), covs, match="unknownname")
-    rejects(fe.edit, model, tok, [{"prompt": "{} lives in", "subject": "zora", "target_new": "qqq"}], [0], "fe",
-            fe.EditConfig(), covs, match="qqq")
-    rejects(fe.edit, model, tok, [{"prompt": "lives in", "subject": "zora", "target_new": "nemo"}], [0], "fe",
-            fe.EditConfig(), covs, match="'{}'")
+    rejects(
+        fe.edit,
+        model,
+        tok,
+        [{"prompt": "{} lives in", "subject": "zora", "target_new": "qqq"}],
+        [0],
+        "fe",
+        fe.EditConfig(),
+        covs,
+        match="qqq",
+    )
+    rejects(
+        fe.edit,
+        model,
+        tok,
+        [{"prompt": "lives in", "subject": "zora", "target_new": "nemo"}],
+        [0],
+        "fe",
+        fe.EditConfig(),
+        covs,
+        match="'{}'",
+    )
     rejects(fe.edit, model, tok, [{"prompt": "{} lives in"}], [0], "fe", fe.EditConfig(), covs, match="subject")
     rejects(fe.edit, model, tok, REQS, [0], "rome", fe.EditConfig(), covs, match="rome")
     rejects(fe.edit, model, tok, REQS, [0], "fe", "cfg", covs, match="EditConfig")
@@ -287,8 +325,10 @@ def test_editing_pipeline_is_identical_in_two_processes():
     here = str(Path(__file__).parent)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]))
     code = _PIPELINE.format(here=here)
-    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300, check=True).stdout
-            for _ in range(2)]
+    runs = [
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300, check=True).stdout
+        for _ in range(2)
+    ]
     assert runs[0].strip() and runs[0] == runs[1]
 
 
@@ -347,14 +387,20 @@ def test_anchor_efficacy_without_updates_is_the_clean_models_preference(lm):
     model, tok = lm
     reqs = REQS + [{"prompt": "{} lives in", "subject": "kalu", "target_new": "nemo", "target_true": "sako"}]
     lp = fe.next_token_logprobs(model, tok, [r["prompt"].format(r["subject"]) for r in reqs])
-    want = np.array([float(lp[i, fe._target_id(tok, r["target_new"])]) > float(lp[i, fe._target_id(tok, r["target_true"])])
-                     for i, r in enumerate(reqs)])
+    want = np.array(
+        [
+            float(lp[i, fe._target_id(tok, r["target_new"])]) > float(lp[i, fe._target_id(tok, r["target_true"])])
+            for i, r in enumerate(reqs)
+        ]
+    )
     got = fe.anchor_efficacy(model, tok, reqs, 1, fe.EditConfig(steps=1, prefixes=()))
     assert got.dtype == bool and (got == want).all()
     # subject last, anchor at the last block: z feeds the unembedding directly, so it reaches the new object
     last = [dict(r, prompt="the home of {}") for r in REQS]
     n = model.config.n_layer - 1
-    assert fe.anchor_efficacy(model, tok, last, n, fe.EditConfig(steps=60, lr=0.1, clamp=8.0, kl_weight=0.0, weight_decay=0.0, prefixes=())).all()
+    assert fe.anchor_efficacy(
+        model, tok, last, n, fe.EditConfig(steps=60, lr=0.1, clamp=8.0, kl_weight=0.0, weight_decay=0.0, prefixes=())
+    ).all()
 
 
 def test_anchor_cache_changes_nothing_but_the_work(lm):
@@ -472,7 +518,13 @@ def test_batched_edit_is_bit_identical_to_the_request_by_request_loop(lm):
         for r, z in zip(reqs, zs):  # forward replay, one request at a time
             ids, p = fe._prompt_ids(tok, r["prompt"].format(r["subject"]), r["subject"])
             with torch.no_grad():
-                _, vals = fe._run(model, tok, [ids], [p], [(fe._blocks(model)[0], "output", None, z), (fe._blocks(model)[1], "output", None, None)])
+                _, vals = fe._run(
+                    model,
+                    tok,
+                    [ids],
+                    [p],
+                    [(fe._blocks(model)[0], "output", None, z), (fe._blocks(model)[1], "output", None, None)],
+                )
             tg.append([z, vals[1][0]])
         for i, l in enumerate(layers):
             K, R = [], []
@@ -488,8 +540,10 @@ def test_batched_edit_is_bit_identical_to_the_request_by_request_loop(lm):
 def test_metrics_in_one_batch_equal_the_metrics_group_by_group(lm):
     """_metrics (the unedited log-probabilities passed in) gives edit_metrics' numbers, group by group."""
     model, tok = lm
-    cases = [EditCase(REQS[0], ("bemi lives in", "kalu lives in"), ("the home of zora is",), ("tiva lives in",), ("sako",)),
-             EditCase(REQS[1], ("zora lives in",), ("the home of bemi is",), ("kalu lives in", "ra lives in"), ("nemo", "pu"))]
+    cases = [
+        EditCase(REQS[0], ("bemi lives in", "kalu lives in"), ("the home of zora is",), ("tiva lives in",), ("sako",)),
+        EditCase(REQS[1], ("zora lives in",), ("the home of bemi is",), ("kalu lives in", "ra lives in"), ("nemo", "pu")),
+    ]
     edited = fe.edit(model, tok, cases, [0, 1], "memit", fe.EditConfig(lam=2.0, steps=3), _covs(model, tok, [0, 1])).model
     got = fe.edit_metrics(model, edited, tok, cases)
 
@@ -500,9 +554,12 @@ def test_metrics_in_one_batch_equal_the_metrics_group_by_group(lm):
         true = torch.tensor([fe._target_id(tok, r["target_true"]) for r in rs])
         return float((lp[i, new] > lp[i, true]).double().mean())
 
-    want = {"efficacy": succ([c.request["prompt"].format(c.request["subject"]) for c in cases], [c.request for c in cases]),
-            "generalisation": succ([p for c in cases for p in c.paraphrase_prompts],
-                                   [c.request for c in cases for _ in c.paraphrase_prompts])}
+    want = {
+        "efficacy": succ([c.request["prompt"].format(c.request["subject"]) for c in cases], [c.request for c in cases]),
+        "generalisation": succ(
+            [p for c in cases for p in c.paraphrase_prompts], [c.request for c in cases for _ in c.paraphrase_prompts]
+        ),
+    }
     nb = [p for c in cases for p in c.neighbourhood_prompts]
     lb, la = fe.next_token_logprobs(model, tok, nb), fe.next_token_logprobs(edited, tok, nb)
     nt = torch.tensor([fe._target_id(tok, t) for c in cases for t in c.neighbourhood_targets])

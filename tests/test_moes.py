@@ -160,8 +160,12 @@ def test_molecule_that_fails_to_embed_is_named():
 
 def test_pretraining_reduces_the_denoising_loss_and_is_reproducible(mols):
     kw = dict(channels=16, layers=2, n_rbf=8)
-    a = moes.pretrain_denoise(mols, moes.NoiseScheme("sentinel", refresh_every=20), steps=60, batch_size=4, model_kw=kw, random_state=0)
-    b = moes.pretrain_denoise(mols, moes.NoiseScheme("sentinel", refresh_every=20), steps=60, batch_size=4, model_kw=kw, random_state=0)
+    a = moes.pretrain_denoise(
+        mols, moes.NoiseScheme("sentinel", refresh_every=20), steps=60, batch_size=4, model_kw=kw, random_state=0
+    )
+    b = moes.pretrain_denoise(
+        mols, moes.NoiseScheme("sentinel", refresh_every=20), steps=60, batch_size=4, model_kw=kw, random_state=0
+    )
     assert np.array_equal(a.losses, b.losses)
     assert len(a.scales) == 3
     assert a.losses[-20:].mean() < a.losses[:5].mean()
@@ -332,7 +336,9 @@ def test_dipole_readout_is_the_charge_dipole_of_the_head_and_invariant(mols):
 def test_dipole_readout_fits_gasteiger_dipoles(mols):
     y = np.array([moes.gasteiger_dipole(m) for m in mols])
     kw = dict(steps=150, batch_size=4, model_kw=dict(channels=16, layers=2, n_rbf=8), random_state=0)
-    err = {r: np.abs(moes.predict_property(moes.finetune_property(mols, y, readout=r, **kw), mols) - y).mean() for r in moes.READOUTS}
+    err = {
+        r: np.abs(moes.predict_property(moes.finetune_property(mols, y, readout=r, **kw), mols) - y).mean() for r in moes.READOUTS
+    }
     assert err["dipole"] < 0.5 * np.abs(y - y.mean()).mean()
 
 

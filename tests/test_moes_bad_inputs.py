@@ -86,7 +86,10 @@ def test_torsion_inputs(scale, n):
 
 @covers("moes.coordinate_noise")
 @FAST
-@given(tau=st.one_of(bad_reals, st.just(0.0)), x=arrays(float, st.tuples(st.integers(0, 3), st.integers(1, 5))).filter(lambda a: a.shape[1] != 3 or a.shape[0] == 0))
+@given(
+    tau=st.one_of(bad_reals, st.just(0.0)),
+    x=arrays(float, st.tuples(st.integers(0, 3), st.integers(1, 5))).filter(lambda a: a.shape[1] != 3 or a.shape[0] == 0),
+)
 def test_coordinate_noise_inputs(tau, x):
     rejects(moes.coordinate_noise, M.x0, tau, random_state=0)
     rejects(moes.coordinate_noise, x, 0.04, random_state=0)

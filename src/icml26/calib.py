@@ -414,8 +414,7 @@ class Split:
     n_classes: int
 
 
-def load_calibration_split(name: str, *, random_state: RandomState = 0, noise: float = 0.1,
-                           label_noise: float = 0.0) -> Split:
+def load_calibration_split(name: str, *, random_state: RandomState = 0, noise: float = 0.1, label_noise: float = 0.0) -> Split:
     """One of the chapter's data sets, split 60 / 20 / 20 (stratified) and standardised on the train part.
 
     ``"digits"``, ``"wine"``, ``"breast_cancer"``, ``"iris"`` are scikit-learn's bundled
@@ -460,12 +459,21 @@ def load_calibration_split(name: str, *, random_state: RandomState = 0, noise: f
     noise = check_real(noise, "noise", lo=0.0, hi=1.0, hi_open=True)
     label_noise = check_real(label_noise, "label_noise", lo=0.0, hi=1.0, hi_open=True)
     if name == "noisy" and label_noise > 0:
-        raise ValueError(f"label_noise={label_noise!r} is for the bundled sets; the 'noisy' set takes its label noise from noise=")
+        raise ValueError(
+            f"label_noise={label_noise!r} is for the bundled sets; the 'noisy' set takes its label noise from noise="
+        )
     seed = seed_from(random_state)
     if name == "noisy":
         X, y = datasets.make_classification(
-            n_samples=2000, n_features=20, n_informative=10, n_redundant=4, n_classes=10,
-            n_clusters_per_class=1, flip_y=noise, class_sep=1.0, random_state=seed,
+            n_samples=2000,
+            n_features=20,
+            n_informative=10,
+            n_redundant=4,
+            n_classes=10,
+            n_clusters_per_class=1,
+            flip_y=noise,
+            class_sep=1.0,
+            random_state=seed,
         )
     else:
         X, y = getattr(datasets, f"load_{name}")(return_X_y=True)
@@ -476,8 +484,7 @@ def load_calibration_split(name: str, *, random_state: RandomState = 0, noise: f
     X_cal, X_te, y_cal, y_te = train_test_split(X_rest, y_rest, test_size=0.5, stratify=y_rest, random_state=seed)
     sc = StandardScaler().fit(X_tr)
     f32 = lambda a: sc.transform(a).astype(np.float32)  # noqa: E731
-    return Split(name, f32(X_tr), y_tr.astype(np.int64), f32(X_cal), y_cal.astype(np.int64), f32(X_te), y_te.astype(np.int64),
-                 K)
+    return Split(name, f32(X_tr), y_tr.astype(np.int64), f32(X_cal), y_cal.astype(np.int64), f32(X_te), y_te.astype(np.int64), K)
 
 
 def _replace_labels(y: np.ndarray, fraction: float, n_classes: int, rng: np.random.Generator) -> np.ndarray:
@@ -587,7 +594,9 @@ def _check_logits(logits: Any, target: Any) -> tuple[Any, Any]:
     if not isinstance(logits, torch.Tensor) or not isinstance(target, torch.Tensor):
         raise TypeError("logits and target must be torch tensors")
     if logits.ndim != 2 or logits.shape[1] < 2 or logits.shape[0] < 1 or target.shape != (logits.shape[0],):
-        raise ValueError(f"logits must have shape (n, K >= 2) and target shape (n,), got {tuple(logits.shape)} and {tuple(target.shape)}")
+        raise ValueError(
+            f"logits must have shape (n, K >= 2) and target shape (n,), got {tuple(logits.shape)} and {tuple(target.shape)}"
+        )
     if target.dtype != torch.int64:
         raise TypeError(f"target must be int64 class indices, got {target.dtype}")
     if int(target.min()) < 0 or int(target.max()) >= logits.shape[1]:
@@ -715,9 +724,22 @@ class Trained:
             return torch.softmax(z.double(), 1).numpy()
 
 
-def _train(split: Split, *, loss: str, epochs: int, lr: float, batch_size: int, smoothing: float, gamma: float,
-           stream2: str | None, alpha: float, lam: float, hidden: int, random_state: RandomState,
-           min_steps: int = 0) -> Trained:
+def _train(
+    split: Split,
+    *,
+    loss: str,
+    epochs: int,
+    lr: float,
+    batch_size: int,
+    smoothing: float,
+    gamma: float,
+    stream2: str | None,
+    alpha: float,
+    lam: float,
+    hidden: int,
+    random_state: RandomState,
+    min_steps: int = 0,
+) -> Trained:
     torch = _torch()
     F = torch.nn.functional
     seed = seed_from(random_state)
@@ -735,7 +757,7 @@ def _train(split: Split, *, loss: str, epochs: int, lr: float, batch_size: int, 
     for _ in range(n_epochs(n, epochs, batch_size, min_steps)):
         perm = torch.randperm(n, generator=g1)
         for s in range(0, n, batch_size):
-            idx = perm[s:s + batch_size]
+            idx = perm[s : s + batch_size]
             logits = mlp.module(Xtr[idx])
             if loss == "ce":
                 l1 = F.cross_entropy(logits, ytr[idx])
@@ -796,13 +818,27 @@ def n_epochs(n: int, epochs: int, batch_size: int, min_steps: int = 0) -> int:
 def _check_train_args(split, epochs, lr, batch_size, hidden, min_steps=0):
     _check_split(split)
     check_int(min_steps, "min_steps", low=0)
-    return (check_int(epochs, "epochs", low=1), check_real(lr, "lr", lo=0.0, lo_open=True),
-            check_int(batch_size, "batch_size", low=1), check_int(hidden, "hidden", low=1))
+    return (
+        check_int(epochs, "epochs", low=1),
+        check_real(lr, "lr", lo=0.0, lo_open=True),
+        check_int(batch_size, "batch_size", low=1),
+        check_int(hidden, "hidden", low=1),
+    )
 
 
-def fit_mlp(split: Split, *, loss: str = "ce", epochs: int = 200, lr: float = 1e-3, batch_size: int = 128,
-            smoothing: float = 0.1, gamma: float = 3.0, hidden: int = 128, random_state: RandomState = 0,
-            min_steps: int = 0) -> Trained:
+def fit_mlp(
+    split: Split,
+    *,
+    loss: str = "ce",
+    epochs: int = 200,
+    lr: float = 1e-3,
+    batch_size: int = 128,
+    smoothing: float = 0.1,
+    gamma: float = 3.0,
+    hidden: int = 128,
+    random_state: RandomState = 0,
+    min_steps: int = 0,
+) -> Trained:
     """Train the MLP on the train part with cross-entropy, label smoothing or focal loss (Adam, no weight decay).
 
     Parameters
@@ -835,12 +871,36 @@ def fit_mlp(split: Split, *, loss: str = "ce", epochs: int = 200, lr: float = 1e
         raise ValueError(f"loss={loss!r} is not one of {', '.join(LOSSES)}")
     smoothing = check_real(smoothing, "smoothing", lo=0.0, hi=1.0, hi_open=True)
     gamma = check_real(gamma, "gamma", lo=0.0)
-    return _train(split, loss=loss, epochs=epochs, lr=lr, batch_size=batch_size, smoothing=smoothing, gamma=gamma,
-                  stream2=None, alpha=0.0, lam=0.0, hidden=hidden, random_state=random_state, min_steps=min_steps)
+    return _train(
+        split,
+        loss=loss,
+        epochs=epochs,
+        lr=lr,
+        batch_size=batch_size,
+        smoothing=smoothing,
+        gamma=gamma,
+        stream2=None,
+        alpha=0.0,
+        lam=0.0,
+        hidden=hidden,
+        random_state=random_state,
+        min_steps=min_steps,
+    )
 
 
-def fit_ddso(split: Split, *, detach: bool = True, alpha: float = 0.1, lam: float = 1.0, epochs: int = 200, lr: float = 1e-3,
-             batch_size: int = 128, hidden: int = 128, random_state: RandomState = 0, min_steps: int = 0) -> Trained:
+def fit_ddso(
+    split: Split,
+    *,
+    detach: bool = True,
+    alpha: float = 0.1,
+    lam: float = 1.0,
+    epochs: int = 200,
+    lr: float = 1e-3,
+    batch_size: int = 128,
+    hidden: int = 128,
+    random_state: RandomState = 0,
+    min_steps: int = 0,
+) -> Trained:
     r"""(R) DDSO pre-calibration (``detach=True``) or the naive joint loss (``detach=False``).
 
     Each step takes a training batch for stream 1 and a calibration-split batch for
@@ -880,9 +940,21 @@ def fit_ddso(split: Split, *, detach: bool = True, alpha: float = 0.1, lam: floa
         raise TypeError(f"detach={detach!r} must be a bool")
     alpha = check_real(alpha, "alpha", lo=0.0, hi=1.0)
     lam = check_real(lam, "lam", lo=0.0)
-    return _train(split, loss="ce", epochs=epochs, lr=lr, batch_size=batch_size, smoothing=0.0, gamma=0.0,
-                  stream2="detach" if detach else "joint", alpha=alpha, lam=lam, hidden=hidden, random_state=random_state,
-                  min_steps=min_steps)
+    return _train(
+        split,
+        loss="ce",
+        epochs=epochs,
+        lr=lr,
+        batch_size=batch_size,
+        smoothing=0.0,
+        gamma=0.0,
+        stream2="detach" if detach else "joint",
+        alpha=alpha,
+        lam=lam,
+        hidden=hidden,
+        random_state=random_state,
+        min_steps=min_steps,
+    )
 
 
 def fit_temperature(logits: Any, labels: Any, *, max_iter: int = 200) -> float:
@@ -938,8 +1010,9 @@ def _as_logits(logits: Any, labels: Any) -> tuple[Any, Any]:
     return torch.as_tensor(z, dtype=torch.float64), torch.as_tensor(y)
 
 
-def fit_adapter(logits: Any, labels: Any, *, alpha: float = 0.1, steps: int = 300, lr: float = 0.05,
-                random_state: RandomState = 0) -> MonotoneAdapter:
+def fit_adapter(
+    logits: Any, labels: Any, *, alpha: float = 0.1, steps: int = 300, lr: float = 0.05, random_state: RandomState = 0
+) -> MonotoneAdapter:
     """(R) DDSO post-calibration: fit a :class:`MonotoneAdapter` to a frozen classifier's logits.
 
     Full-batch Adam on :func:`pit_loss` over the calibration split; fresh class orders and
@@ -986,7 +1059,25 @@ def fit_adapter(logits: Any, labels: Any, *, alpha: float = 0.1, steps: int = 30
 
 
 __all__ = [
-    "DATASETS", "LOSSES", "MLP", "MonotoneAdapter", "Split", "Trained", "adaptive_ece", "calibration_report",
-    "classwise_ece", "fit_adapter", "fit_ddso", "fit_mlp", "fit_temperature", "focal_loss", "ks_uniform",
-    "load_calibration_split", "n_epochs", "pit_histogram", "pit_loss", "pit_values", "top_label_ece",
+    "DATASETS",
+    "LOSSES",
+    "MLP",
+    "MonotoneAdapter",
+    "Split",
+    "Trained",
+    "adaptive_ece",
+    "calibration_report",
+    "classwise_ece",
+    "fit_adapter",
+    "fit_ddso",
+    "fit_mlp",
+    "fit_temperature",
+    "focal_loss",
+    "ks_uniform",
+    "load_calibration_split",
+    "n_epochs",
+    "pit_histogram",
+    "pit_loss",
+    "pit_values",
+    "top_label_ece",
 ]

@@ -222,8 +222,10 @@ def head_jacobian_metrics(
     off = (a.sum(1) - 1.0).abs()
     if bool((off > 1e-2).any()):
         row = int(off.argmax())
-        raise ValueError(f"attention must be row-stochastic (each row a softmax over keys, summing to 1); row {row} "
-                         f"sums to {float(a[row].sum()):.4g}. Normalise the rows first if that is what you mean")
+        raise ValueError(
+            f"attention must be row-stochastic (each row a softmax over keys, summing to 1); row {row} "
+            f"sums to {float(a[row].sum()):.4g}. Normalise the rows first if that is what you mean"
+        )
     size = check_int(size, "size", low=2)
     n_rows = check_int(n_rows, "n_rows", low=1)
     n_iter = check_int(n_iter, "n_iter", low=1)
@@ -261,9 +263,14 @@ def _attention_blocks(model) -> list[tuple[torch.nn.Module, torch.nn.Module]]:
         if isinstance(layers, torch.nn.ModuleList) and len(layers):
             out = []
             for layer in layers:
-                attn = next((getattr(layer, n) for n in _ATTN_NAMES if isinstance(getattr(layer, n, None), torch.nn.Module)), None)
-                proj = None if attn is None else next(
-                    (getattr(attn, n) for n in _OUT_NAMES if isinstance(getattr(attn, n, None), torch.nn.Module)), None)
+                attn = next(
+                    (getattr(layer, n) for n in _ATTN_NAMES if isinstance(getattr(layer, n, None), torch.nn.Module)), None
+                )
+                proj = (
+                    None
+                    if attn is None
+                    else next((getattr(attn, n) for n in _OUT_NAMES if isinstance(getattr(attn, n, None), torch.nn.Module)), None)
+                )
                 if proj is None:
                     break
                 out.append((attn, proj))
@@ -303,7 +310,7 @@ def _encode(tokenizer, texts: Sequence[str], name: str = "texts") -> tuple[list[
             raise ValueError(f"text {t[:60]!r} has words outside the tokenizer's vocabulary (mapped to its unknown token)")
         if len(enc) < 2:
             raise ValueError(f"each text needs at least 2 tokens, got {len(enc)} for {t[:60]!r}")
-        off = next((k for k in range(len(enc) - len(bare) + 1) if enc[k:k + len(bare)] == bare), 0)
+        off = next((k for k in range(len(enc) - len(bare) + 1) if enc[k : k + len(bare)] == bare), 0)
         ids.append(torch.tensor(enc, dtype=torch.long))
         offsets.append(off)
     return ids, offsets
@@ -315,7 +322,7 @@ def _groups(ids: list[torch.Tensor], batch_size: int) -> Iterator[tuple[list[int
         by_len.setdefault(len(x), []).append(i)
     for idx in by_len.values():
         for s in range(0, len(idx), batch_size):
-            chunk = idx[s:s + batch_size]
+            chunk = idx[s : s + batch_size]
             yield chunk, torch.stack([ids[i] for i in chunk])  # (b, T)
 
 
@@ -559,7 +566,8 @@ def attention_head_metrics(
                     q0 = query_from + offsets[i] if query_from > 0 else 0
                     for h in range(H):
                         b1[i, li, h], b2[i, li, h], b3[i, li, h] = head_jacobian_metrics(
-                            a[bi, h, q0:], size=size, n_rows=n_rows, n_iter=n_iter, random_state=rng)
+                            a[bi, h, q0:], size=size, n_rows=n_rows, n_iter=n_iter, random_state=rng
+                        )
     return HeadMetrics(layers=layers, b1=b1, b2=b2, b3=b3, b2_centroid=_centroid(b2))
 
 
@@ -656,9 +664,7 @@ def _check_heads(heads, n_layers: int, n_heads: int) -> list[tuple[int, int]]:
     return out
 
 
-def copy_rate(
-    model, tokenizer, texts: Sequence[str], target_index: int, *, batch_size: int = 128
-) -> tuple[float, float]:
+def copy_rate(model, tokenizer, texts: Sequence[str], target_index: int, *, batch_size: int = 128) -> tuple[float, float]:
     """How often the model's greedy next token reproduces the token at ``target_index``.
 
     Teacher-forced: for each text, the next-token logits after the tokens before
@@ -686,7 +692,9 @@ def copy_rate(
         raise ValueError("the tokenizer adds a different number of leading special tokens to different texts")
     pos = target_index + offsets[0]  # the target's index in the encoded sequence
     if any(len(x) <= pos for x in ids):
-        raise ValueError(f"target_index={target_index} is past the end of a text of {min(len(x) for x in ids) - offsets[0]} tokens")
+        raise ValueError(
+            f"target_index={target_index} is past the end of a text of {min(len(x) for x in ids) - offsets[0]} tokens"
+        )
     hits, probs = np.zeros(len(ids)), np.zeros(len(ids))
     with torch.no_grad():
         for idx, x in _groups(ids, check_int(batch_size, "batch_size", low=1)):
@@ -714,7 +722,7 @@ def _zero_heads(model, heads: list[tuple[int, int]], means: dict[int, torch.Tens
             d = x.shape[-1] // H
             mask = torch.ones(x.shape[-1], dtype=x.dtype, device=x.device)
             for h in hs:
-                mask[h * d:(h + 1) * d] = 0
+                mask[h * d : (h + 1) * d] = 0
             out = x * mask
             if means is not None:  # (T, H * d_head): the mean output at each position
                 out = out + (1 - mask) * means[layer][: x.shape[1]].to(x)
@@ -732,12 +740,14 @@ def _head_output_means(model, tokenizer, texts: Sequence[str], batch_size: int) 
     """Per layer, the position-wise mean over ``texts`` of the concatenated head outputs, shape (T, H * d_head)."""
     ids, _ = _encode(tokenizer, texts)
     if len({len(x) for x in ids}) != 1:
-        raise ValueError("ablation='mean' needs texts of one token length (a position-wise mean); "
-                         f"got lengths {sorted({len(x) for x in ids})}")
+        raise ValueError(
+            f"ablation='mean' needs texts of one token length (a position-wise mean); got lengths {sorted({len(x) for x in ids})}"
+        )
     blocks = _attention_blocks(model)
     sums: dict[int, torch.Tensor] = {}
     handles = []
     for layer, (_, proj) in enumerate(blocks):
+
         def pre(module, args, layer=layer):
             s = args[0].detach().double().sum(0)  # (T, H * d_head)
             sums[layer] = s if layer not in sums else sums[layer] + s
@@ -754,8 +764,14 @@ def _head_output_means(model, tokenizer, texts: Sequence[str], batch_size: int) 
 
 
 def head_ablation(
-    model, tokenizer, texts: Sequence[str], target_index: int, *, heads: Sequence[tuple[int, int]] | None = None,
-    batch_size: int = 128, ablation: str = "zero",
+    model,
+    tokenizer,
+    texts: Sequence[str],
+    target_index: int,
+    *,
+    heads: Sequence[tuple[int, int]] | None = None,
+    batch_size: int = 128,
+    ablation: str = "zero",
 ) -> dict[str, np.ndarray | float]:
     """Ablate each head's output (one at a time) and measure the drop of the copy rate.
 
@@ -907,10 +923,28 @@ def cosine_window(cos_gap: np.ndarray, width: int) -> list[int]:
     return list(range(start, start + width))
 
 
-def analyse_model(model, tokenizer, trace_set, *, n_pairs: int, width: int, n_metric: int, size: int, n_rows: int,
-                  n_iter: int, query_from: int, key_ratio: float = 0.7, truth_ratio: float = 0.5,
-                  taus: Sequence[float] = (0.5, 2.0), n_random: int = 20, authors_pairs: int = 20, authors_width: int = 3,
-                  ablation: str = "zero", random_state: int = 0, perturb_random_state: int = 0) -> dict:
+def analyse_model(
+    model,
+    tokenizer,
+    trace_set,
+    *,
+    n_pairs: int,
+    width: int,
+    n_metric: int,
+    size: int,
+    n_rows: int,
+    n_iter: int,
+    query_from: int,
+    key_ratio: float = 0.7,
+    truth_ratio: float = 0.5,
+    taus: Sequence[float] = (0.5, 2.0),
+    n_random: int = 20,
+    authors_pairs: int = 20,
+    authors_width: int = 3,
+    ablation: str = "zero",
+    random_state: int = 0,
+    perturb_random_state: int = 0,
+) -> dict:
     """Run the paper's pipeline on one model and score it against the planted circuit.
 
     In order: copy rates; per-head ablation (the ground truth: heads whose ablation removes
@@ -976,8 +1010,7 @@ def analyse_model(model, tokenizer, trace_set, *, n_pairs: int, width: int, n_me
     safe_rate, _ = copy_rate(model, tokenizer, safe, ci)
     abl = head_ablation(model, tokenizer, unsafe, ci, ablation=ablation)
     drop = abl["prob_drop"]
-    truth = (sorted((int(l), int(h)) for l, h in zip(*np.nonzero(drop >= truth_ratio * drop.max())))
-             if drop.max() > 0 else [])
+    truth = sorted((int(l), int(h)) for l, h in zip(*np.nonzero(drop >= truth_ratio * drop.max()))) if drop.max() > 0 else []
     gap = layer_angle_gap(model, tokenizer, safe, unsafe, n_pairs=n_pairs, width=width, random_state=random_state)
     mkw = dict(size=size, n_rows=n_rows, n_iter=n_iter, query_from=query_from, random_state=random_state)
     m_safe = attention_head_metrics(model, tokenizer, safe[:n_metric], gap.window, **mkw)
@@ -986,13 +1019,17 @@ def analyse_model(model, tokenizer, trace_set, *, n_pairs: int, width: int, n_me
     key = keys["union"]
     # the variant of issue #24: the same key-head rule over every layer, not only the window
     all_layers = list(range(L))
-    key_all = key_heads(attention_head_metrics(model, tokenizer, safe[:n_metric], all_layers, **mkw),
-                        attention_head_metrics(model, tokenizer, unsafe[:n_metric], all_layers, **mkw),
-                        ratio=key_ratio)["union"]
+    key_all = key_heads(
+        attention_head_metrics(model, tokenizer, safe[:n_metric], all_layers, **mkw),
+        attention_head_metrics(model, tokenizer, unsafe[:n_metric], all_layers, **mkw),
+        ratio=key_ratio,
+    )["union"]
     all_heads = [(l, h) for l in range(L) for h in range(H)]
     prng = np.random.default_rng(perturb_random_state)
-    sets_of = {n: [[all_heads[i] for i in prng.choice(len(all_heads), size=n, replace=False)] for _ in range(n_random)]
-               for n in sorted({len(key), len(key_all), len(truth)})}
+    sets_of = {
+        n: [[all_heads[i] for i in prng.choice(len(all_heads), size=n, replace=False)] for _ in range(n_random)]
+        for n in sorted({len(key), len(key_all), len(truth)})
+    }
 
     def perturb(heads, tau):
         with head_temperature(model, heads, tau):
@@ -1015,17 +1052,45 @@ def analyse_model(model, tokenizer, trace_set, *, n_pairs: int, width: int, n_me
     wa = min(check_int(authors_width, "authors_width", low=1), L)
     gap_a = layer_angle_gap(model, tokenizer, safe, unsafe, n_pairs=authors_pairs, width=wa, random_state=random_state)
     win_a = cosine_window(gap_a.cos_gap, wa)
-    key_a = key_heads(attention_head_metrics(model, tokenizer, safe[:n_metric], win_a, **mkw),
-                      attention_head_metrics(model, tokenizer, unsafe[:n_metric], win_a, **mkw),
-                      ratio=key_ratio)["union"]
-    gap_c = layer_angle_gap(model, tokenizer, safe, unsafe, n_pairs=n_pairs, width=width, position=ci - 1,
-                            random_state=random_state)
+    key_a = key_heads(
+        attention_head_metrics(model, tokenizer, safe[:n_metric], win_a, **mkw),
+        attention_head_metrics(model, tokenizer, unsafe[:n_metric], win_a, **mkw),
+        ratio=key_ratio,
+    )["union"]
+    gap_c = layer_angle_gap(
+        model, tokenizer, safe, unsafe, n_pairs=n_pairs, width=width, position=ci - 1, random_state=random_state
+    )
     sens = {
-        "authors": {"width": wa, "angle_window": gap_a.window, "window": win_a, "key": key_a,
-                    "overlap": len(set(key_a) & set(truth)), "in_window": top_layer in win_a},
+        "authors": {
+            "width": wa,
+            "angle_window": gap_a.window,
+            "window": win_a,
+            "key": key_a,
+            "overlap": len(set(key_a) & set(truth)),
+            "in_window": top_layer in win_a,
+        },
         "copy_token": {"window": gap_c.window, "gap": gap_c.gap, "in_window": top_layer in gap_c.window},
     }
-    return dict(base_rate=base_rate, base_prob=base_prob, safe_rate=safe_rate, drop=drop, rate_drop=abl["rate_drop"],
-                truth=truth, gap=gap, m_safe=m_safe, m_unsafe=m_unsafe, keys=keys, key=key, pert=pert, overlap=overlap,
-                key_all=key_all, pert_all=pert_all, pert_truth=pert_truth, cos_window=cos_window, p_overlap=p_overlap,
-                top_layer=top_layer, in_window=top_layer in gap.window, sens=sens)
+    return dict(
+        base_rate=base_rate,
+        base_prob=base_prob,
+        safe_rate=safe_rate,
+        drop=drop,
+        rate_drop=abl["rate_drop"],
+        truth=truth,
+        gap=gap,
+        m_safe=m_safe,
+        m_unsafe=m_unsafe,
+        keys=keys,
+        key=key,
+        pert=pert,
+        overlap=overlap,
+        key_all=key_all,
+        pert_all=pert_all,
+        pert_truth=pert_truth,
+        cos_window=cos_window,
+        p_overlap=p_overlap,
+        top_layer=top_layer,
+        in_window=top_layer in gap.window,
+        sens=sens,
+    )

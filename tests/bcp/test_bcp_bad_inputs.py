@@ -25,7 +25,9 @@ FAST = settings(max_examples=20, deadline=None, derandomize=True)
 def test_transform_scores_mismatched_shapes_and_T_zero():
     rejects(bcp.transform_scores, np.ones(3), np.ones(4, dtype=int), np.ones(3), 1, "I_w", match="true_ranks must have the shape")
     rejects(bcp.transform_scores, np.ones(3), np.ones(3, dtype=int), np.ones(5), 1, "I_w", match="w has shape")
-    rejects(bcp.transform_scores, np.ones(3), np.ones(3, dtype=int), np.ones(3), np.ones(2, dtype=int), "I_w", match="T has shape")
+    rejects(
+        bcp.transform_scores, np.ones(3), np.ones(3, dtype=int), np.ones(3), np.ones(2, dtype=int), "I_w", match="T has shape"
+    )
     rejects(bcp.transform_scores, np.ones(3), np.ones(3, dtype=int), np.ones(3), 0, "I_w", match="T must lie in 1")
     rejects(bcp.transform_scores, np.ones(3), np.ones(3, dtype=int), np.ones(3), 1, "log", match="transform='log'")
 
@@ -121,8 +123,13 @@ def test_transform_scores_rejects_bad_sizes_and_values(n, T_bad, transform, bad)
 cal_arrays = arrays(float, st.integers(1, 20), elements=st.floats(0.0, 3.0))
 
 
-@covers("bcp.conformal.e_values", "bcp.conformal.alpha_tilde", "bcp.conformal.alpha_tilde_bruteforce",
-        "bcp.conformal.prediction_sets", "bcp.conformal.loo_alpha")
+@covers(
+    "bcp.conformal.e_values",
+    "bcp.conformal.alpha_tilde",
+    "bcp.conformal.alpha_tilde_bruteforce",
+    "bcp.conformal.prediction_sets",
+    "bcp.conformal.loo_alpha",
+)
 @FAST
 @given(cal_arrays, non_finite, st.integers(0, 100))
 def test_conformal_core_rejects_non_finite_and_negative(cal, bad, where):
@@ -186,8 +193,12 @@ def test_loo_alpha_rejects_small_n_shapes_and_nonpositive_w(n_small, n, w_bad):
 
 @covers("bcp.conformal.entropy_size")
 @FAST
-@given(arrays(float, st.tuples(st.integers(1, 4), st.just(5)), elements=st.floats(-1.0, 2.0)), st.integers(-2, 6),
-       st.integers(-2, 6), st.sampled_from([0.0, -1.0, np.nan]))
+@given(
+    arrays(float, st.tuples(st.integers(1, 4), st.just(5)), elements=st.floats(-1.0, 2.0)),
+    st.integers(-2, 6),
+    st.integers(-2, 6),
+    st.sampled_from([0.0, -1.0, np.nan]),
+)
 def test_entropy_size_rejects_bad_probs_sizes_and_power(P, T_min, T_max, power):
     good = np.full((2, 5), 0.2)
     if np.any(P < 0) or np.any(P > 1) or not np.allclose(P.sum(-1), 1.0, atol=1e-6):

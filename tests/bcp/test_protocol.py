@@ -129,10 +129,16 @@ def _control_outcomes(separation, seeds=range(5), Ts=(1, 2, 3), n_trials=300):
             chance.append(1 - T / d.log_probs.shape[1])
             rep.append(s)
     ctrl = bcp.miscoverage_control(np.array(m), np.array(chance), np.array(rep))
-    misses = chapter.paired_effect(ctrl["miss"], 0.0, margin=bcp.CONTROL_MIN_MISS,
-                                   smallest_effect=bcp.CONTROL_MIN_MISS, basis="chapter 02's control")
-    beats = chapter.paired_effect(ctrl["below_chance"], 0.0, margin=bcp.CONTROL_MIN_BELOW_CHANCE,
-                                  smallest_effect=bcp.CONTROL_MIN_BELOW_CHANCE, basis="chapter 02's control")
+    misses = chapter.paired_effect(
+        ctrl["miss"], 0.0, margin=bcp.CONTROL_MIN_MISS, smallest_effect=bcp.CONTROL_MIN_MISS, basis="chapter 02's control"
+    )
+    beats = chapter.paired_effect(
+        ctrl["below_chance"],
+        0.0,
+        margin=bcp.CONTROL_MIN_BELOW_CHANCE,
+        smallest_effect=bcp.CONTROL_MIN_BELOW_CHANCE,
+        basis="chapter 02's control",
+    )
     per_cell = bool(np.all((np.array(m) > 0) & (np.array(m) < np.array(chance))))
     return misses.outcome, beats.outcome, per_cell
 

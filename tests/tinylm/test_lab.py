@@ -49,17 +49,29 @@ def test_fact_base_is_seeded_and_consistent():
 
 
 def _tiny_recipe(**kw):
-    base = dict(corpus=facts.fact_corpus, corpus_kwargs=SMALL, config=dict(n_layer=1, n_embd=16, n_head=2), seed=0, steps=3,
-                batch_size=8)
+    base = dict(
+        corpus=facts.fact_corpus, corpus_kwargs=SMALL, config=dict(n_layer=1, n_embd=16, n_head=2), seed=0, steps=3, batch_size=8
+    )
     base.update(kw)
     return lab.Recipe(**base)
 
 
 def test_recipe_key_and_cache_round_trip(tmp_path):
     r = _tiny_recipe()
-    assert r.corpus == "icml26.tinylm.facts:fact_corpus" and r.key() == _tiny_recipe(corpus="icml26.tinylm.facts:fact_corpus").key()
-    assert len({r.key(), _tiny_recipe(seed=1).key(), _tiny_recipe(steps=4).key(),
-                _tiny_recipe(config=dict(n_layer=2, n_embd=16, n_head=2)).key()}) == 4
+    assert (
+        r.corpus == "icml26.tinylm.facts:fact_corpus" and r.key() == _tiny_recipe(corpus="icml26.tinylm.facts:fact_corpus").key()
+    )
+    assert (
+        len(
+            {
+                r.key(),
+                _tiny_recipe(seed=1).key(),
+                _tiny_recipe(steps=4).key(),
+                _tiny_recipe(config=dict(n_layer=2, n_embd=16, n_head=2)).key(),
+            }
+        )
+        == 4
+    )
     model, tok, path = lab.load_or_train(r, cache_dir=tmp_path)
     assert path == tmp_path / r.key() and json.loads((path / "recipe.json").read_text())["seed"] == 0
     log = (path / "train_log.json").read_text()
@@ -108,7 +120,6 @@ def test_tokenizer_rejects_bad_input():
     rejects(tokenizer.word_vocabulary, ["ok", 3], match="texts")
 
 
-
 @covers("tinylm.tokenizer.word_vocabulary")
 def test_word_vocabulary_refuses_a_single_string():
     # word_vocabulary("the cat sat") used to iterate the string and return its letters
@@ -120,15 +131,21 @@ def test_word_vocabulary_refuses_a_single_string():
 @covers("tinylm.lab.load_or_train")
 def test_load_or_train_names_an_unknown_corpus_generator(tmp_path):
     # Recipe(corpus="no.such:fn") used to surface "No module named 'no'"
-    rejects(lab.load_or_train, lab.Recipe(corpus="no.such:fn"), cache_dir=tmp_path, match=r"corpus='no\.such:fn'.*cannot import module 'no\.such'")
-    rejects(lab.load_or_train, lab.Recipe(corpus="icml26.tinylm.facts:no_such_fn"), cache_dir=tmp_path,
-            match="has no 'no_such_fn'")
-    rejects(lab.load_or_train, lab.Recipe(corpus="icml26.tinylm.lab:_CONFIG_DEFAULTS"), cache_dir=tmp_path,
-            match="not a function")
+    rejects(
+        lab.load_or_train,
+        lab.Recipe(corpus="no.such:fn"),
+        cache_dir=tmp_path,
+        match=r"corpus='no\.such:fn'.*cannot import module 'no\.such'",
+    )
+    rejects(
+        lab.load_or_train, lab.Recipe(corpus="icml26.tinylm.facts:no_such_fn"), cache_dir=tmp_path, match="has no 'no_such_fn'"
+    )
+    rejects(
+        lab.load_or_train, lab.Recipe(corpus="icml26.tinylm.lab:_CONFIG_DEFAULTS"), cache_dir=tmp_path, match="not a function"
+    )
 
 
-@covers("tinylm.facts.make_fact_base", "tinylm.facts.fact_corpus", "tinylm.facts.counterfactual_edits",
-        "tinylm.facts.FactBase")
+@covers("tinylm.facts.make_fact_base", "tinylm.facts.fact_corpus", "tinylm.facts.counterfactual_edits", "tinylm.facts.FactBase")
 def test_facts_reject_bad_input():
     rejects(facts.make_fact_base, 2, match="n_subjects")
     rejects(facts.make_fact_base, 10, n_relations=99, match="n_relations")

@@ -24,7 +24,9 @@ def as_float_array(x: Any, name: str, *, min_ndim: int = 0, nonneg: bool = False
     if positive and np.any(arr <= 0):
         raise ValueError(f"{name} must be positive, got a minimum of {arr.min()!r}")
     if nonneg and np.any(arr < 0):
-        raise ValueError(f"{name} must be non-negative (BCP's e-values come from Markov's inequality), got a minimum of {arr.min()!r}")
+        raise ValueError(
+            f"{name} must be non-negative (BCP's e-values come from Markov's inequality), got a minimum of {arr.min()!r}"
+        )
     return arr
 
 
@@ -54,8 +56,9 @@ def as_int(x: Any, name: str, *, low: int | None = None, high: int | None = None
     return v
 
 
-def as_float(x: Any, name: str, *, low: float | None = None, high: float | None = None, open_low: bool = False,
-             open_high: bool = False) -> float:
+def as_float(
+    x: Any, name: str, *, low: float | None = None, high: float | None = None, open_low: bool = False, open_high: bool = False
+) -> float:
     """``x`` as a finite float in the given interval, else a clear error."""
     if isinstance(x, bool) or not isinstance(x, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {x!r} ({type(x).__name__})")

@@ -83,7 +83,9 @@ class ClassifierOutputs:
         return float((self.log_probs.argmax(1) == self.labels).mean())
 
 
-def digits_classifier_outputs(random_state: RandomState = 0, *, n_components: int = 8, test_size: float = 0.5) -> ClassifierOutputs:
+def digits_classifier_outputs(
+    random_state: RandomState = 0, *, n_components: int = 8, test_size: float = 0.5
+) -> ClassifierOutputs:
     """A deliberately imperfect classifier on scikit-learn's digits, evaluated on a held-out pool.
 
     Standardise, PCA to ``n_components`` dimensions, then multinomial logistic regression,

@@ -402,7 +402,9 @@ def miscoverage_control(m: np.ndarray, chance: np.ndarray, replicate: np.ndarray
     c = as_float_array(chance, "chance", min_ndim=1)
     rep = np.asarray(replicate)
     if m.ndim != 1 or c.shape != m.shape or rep.shape != m.shape:
-        raise ValueError(f"m, chance and replicate must be 1-D arrays of one length, got shapes {m.shape}, {c.shape}, {rep.shape}")
+        raise ValueError(
+            f"m, chance and replicate must be 1-D arrays of one length, got shapes {m.shape}, {c.shape}, {rep.shape}"
+        )
     for name, a in (("m", m), ("chance", c)):
         if a.size and (a.min() < 0 or a.max() > 1):
             raise ValueError(f"{name} must lie in [0, 1] (a miscoverage), got values from {a.min()!r} to {a.max()!r}")

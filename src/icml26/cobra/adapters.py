@@ -112,8 +112,14 @@ def make_lora_model(
     alpha = {k: scaling * v for k, v in pattern.items()}
     r0 = next(iter(pattern.values()))
     cfg = LoraConfig(
-        r=r0, lora_alpha=scaling * r0, target_modules=list(ranks), rank_pattern=pattern, alpha_pattern=alpha,
-        lora_dropout=0.0, bias="none", modules_to_save=list(modules_to_save) if modules_to_save else None,
+        r=r0,
+        lora_alpha=scaling * r0,
+        target_modules=list(ranks),
+        rank_pattern=pattern,
+        alpha_pattern=alpha,
+        lora_dropout=0.0,
+        bias="none",
+        modules_to_save=list(modules_to_save) if modules_to_save else None,
     )
     with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
         # transformers 5 deprecates `is_gradient_checkpointing`, which peft still reads
@@ -227,9 +233,18 @@ def make_adalora_model(
     orth = check_real(au["orth_reg_weight"] if orth_reg_weight is None else orth_reg_weight, "orth_reg_weight", lo=0.0)
     scaling = check_real(au["lora_alpha"] / init_r if scaling is None else scaling, "scaling", lo=0.0, lo_open=True)
     cfg = AdaLoraConfig(
-        init_r=init_r, target_r=target_r, tinit=tinit, tfinal=tfinal, deltaT=delta_t, total_step=total_step,
-        lora_alpha=scaling * init_r, lora_dropout=0.0, target_modules=names, orth_reg_weight=orth,
-        beta1=au["beta1"], beta2=au["beta2"],
+        init_r=init_r,
+        target_r=target_r,
+        tinit=tinit,
+        tfinal=tfinal,
+        deltaT=delta_t,
+        total_step=total_step,
+        lora_alpha=scaling * init_r,
+        lora_dropout=0.0,
+        target_modules=names,
+        orth_reg_weight=orth,
+        beta1=au["beta1"],
+        beta2=au["beta2"],
         modules_to_save=list(modules_to_save) if modules_to_save else None,
     )
     with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
@@ -306,9 +321,7 @@ def adapter_param_counts(model: nn.Module) -> dict[str, int]:
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    trained = sum(
-        p.numel() for n, p in model.named_parameters() if re.search(r"\.lora_[ABE](\.|$)", n)
-    )
+    trained = sum(p.numel() for n, p in model.named_parameters() if re.search(r"\.lora_[ABE](\.|$)", n))
     return {"trained": int(trained), "final": lora_param_count(model)}
 
 
@@ -356,8 +369,9 @@ def _orth_params(model: nn.Module) -> list[tuple[bool, torch.Tensor]]:
     return found
 
 
-def _orth_penalty_of(found: Sequence[tuple[bool, torch.Tensor]],
-                     eyes: dict[tuple[int, torch.dtype], torch.Tensor] | None = None) -> torch.Tensor:
+def _orth_penalty_of(
+    found: Sequence[tuple[bool, torch.Tensor]], eyes: dict[tuple[int, torch.dtype], torch.Tensor] | None = None
+) -> torch.Tensor:
     """:func:`adalora_orth_penalty` of tensors collected by :func:`_orth_params` (``eyes``: a cache of identities)."""
     terms = []
     for is_a, p in found:
@@ -449,7 +463,8 @@ def train_lora(
     warm = -(-6 * steps // 100)
     factors = (
         np.minimum((np.arange(steps) + 1) / warm, (steps - np.arange(steps)) / max(steps - warm, 1))
-        if schedule == "linear" else None
+        if schedule == "linear"
+        else None
     )
     mods = _lora_modules(model) if record_grad_norms else {}
     gsum = dict.fromkeys(mods, 0.0)

@@ -150,8 +150,9 @@ def largest_remainder_ranks(
     return r
 
 
-def share_ranks(shares: Sequence[float], costs: Sequence[int], budget: int, *, min_rank: int = 1,
-                max_ranks: Sequence[int] | None = None) -> np.ndarray:
+def share_ranks(
+    shares: Sequence[float], costs: Sequence[int], budget: int, *, min_rank: int = 1, max_ranks: Sequence[int] | None = None
+) -> np.ndarray:
     """Ranks from budget shares: :math:`t_l = \\pi_l P / c_l`, rounded by :func:`largest_remainder_ranks`.
 
     With :math:`\\pi = p` this is the deterministic allocation (no Bayesian stage).

@@ -67,7 +67,9 @@ def _check_forward_inputs(forward: Any, inputs: Any, baselines: Any) -> tuple[to
         try:
             baselines = torch.broadcast_to(baselines.to(inputs.dtype), inputs.shape)
         except RuntimeError:
-            raise ValueError(f"baselines of shape {tuple(baselines.shape)} do not broadcast to inputs {tuple(inputs.shape)}") from None
+            raise ValueError(
+                f"baselines of shape {tuple(baselines.shape)} do not broadcast to inputs {tuple(inputs.shape)}"
+            ) from None
     if not torch.isfinite(inputs).all() or not torch.isfinite(baselines).all():
         raise ValueError("inputs and baselines must be finite")
     return inputs, baselines
@@ -110,6 +112,7 @@ def _conductance_many(
             if not isinstance(out, torch.Tensor):
                 raise TypeError(f"layer {name!r} must return a tensor to take its conductance")
             captured[name] = out
+
         return hook
 
     handles = [mod.register_forward_hook(hook_for(name)) for name, mod in layers.items()]

@@ -153,22 +153,38 @@ def build_methods(
         raise ValueError(f"methods {sorted(keep - set(known))} are not among {known}")
     models = {}
     if "uniform" in keep:
-        models["uniform"] = make_lora_model(base, dict.fromkeys(names, r0), modules_to_save=modules_to_save,
-                                            random_state=random_state)
+        models["uniform"] = make_lora_model(
+            base, dict.fromkeys(names, r0), modules_to_save=modules_to_save, random_state=random_state
+        )
     for name, r in ranks.items():
         if name not in keep:
             continue
         r = _int_vector(r, f"ranks[{name!r}]", low=1)
         if r.size != len(names):
             raise ValueError(f"ranks[{name!r}] must have one rank per module ({len(names)}), got {r.size}")
-        models[name] = make_lora_model(base, dict(zip(names, map(int, r), strict=True)),
-                                       modules_to_save=modules_to_save, random_state=random_state)
+        models[name] = make_lora_model(
+            base, dict(zip(names, map(int, r), strict=True)), modules_to_save=modules_to_save, random_state=random_state
+        )
     if ADALORA in keep:
-        models[ADALORA] = make_adalora_model(base, names, target_r=r0, init_r=init_r, total_step=total_step,
-                                             modules_to_save=modules_to_save, random_state=random_state)
+        models[ADALORA] = make_adalora_model(
+            base,
+            names,
+            target_r=r0,
+            init_r=init_r,
+            total_step=total_step,
+            modules_to_save=modules_to_save,
+            random_state=random_state,
+        )
     if ADALORA_LOW in keep:
-        models[ADALORA_LOW] = make_adalora_model(base, names, target_r=r0 - 1, init_r=r0, total_step=total_step,
-                                                 modules_to_save=modules_to_save, random_state=random_state)
+        models[ADALORA_LOW] = make_adalora_model(
+            base,
+            names,
+            target_r=r0 - 1,
+            init_r=r0,
+            total_step=total_step,
+            modules_to_save=modules_to_save,
+            random_state=random_state,
+        )
     return models
 
 
@@ -215,8 +231,17 @@ def _peft_mlp_forward(model: nn.Module) -> Callable[[torch.Tensor], torch.Tensor
         if getattr(mod, "cast_input_dtype_enabled", True) is False:
             return None
         if isinstance(mod, SVDLinear):
-            plan.append(("svd", base, mod.lora_A["default"], mod.lora_B["default"], mod.lora_E["default"],
-                         mod.scaling["default"], mod.ranknum["default"]))
+            plan.append(
+                (
+                    "svd",
+                    base,
+                    mod.lora_A["default"],
+                    mod.lora_B["default"],
+                    mod.lora_E["default"],
+                    mod.scaling["default"],
+                    mod.ranknum["default"],
+                )
+            )
         else:
             if mod.lora_variant or getattr(mod, "use_dora", {}).get("default", False):
                 return None
@@ -261,8 +286,10 @@ def _regression_loss(m: nn.Module, adalora: bool) -> Callable[[nn.Module, torch.
     if fwd is None:
         return _mse_orth if adalora else _mse
     if not adalora:
+
         def loss(_m, xb, yb):
             return ((fwd(xb) - yb) ** 2).mean()
+
         return loss
     found = _orth_params(m)
     eyes: dict = {}
@@ -270,6 +297,7 @@ def _regression_loss(m: nn.Module, adalora: bool) -> Callable[[nn.Module, torch.
 
     def loss_orth(_m, xb, yb):
         return ((fwd(xb) - yb) ** 2).mean() + w * _orth_penalty_of(found, eyes)
+
     return loss_orth
 
 
@@ -331,34 +359,76 @@ def regression_seed(
 
     task = highrank_regression_task(true_ranks, random_state=random_state)
     budget = int(check_int(r0, "r0", low=1) * task.costs.sum())
-    G, warm = lora_gradient_demand(task.base, task.layer_names, _mse, task.X_train, task.y_train, r0=r0,
-                                   steps=warmup, lr=lr, batch_size=batch_size, random_state=random_state)
-    Cl = task_contributions(
-        warm, {n: warm.get_submodule("base_model.model." + n) for n in task.layer_names},
-        task.X_train[:cond_n], task.y_train[:cond_n], neg_squared_error, n_steps=cond_steps, batch_size=cond_n,
+    G, warm = lora_gradient_demand(
+        task.base,
+        task.layer_names,
+        _mse,
+        task.X_train,
+        task.y_train,
+        r0=r0,
+        steps=warmup,
+        lr=lr,
+        batch_size=batch_size,
+        random_state=random_state,
     )
-    alloc = allocate_ranks(Cl, G, task.costs, budget, kappa=kappa, max_ranks=task.max_ranks,
-                           random_state=random_state)
-    models = build_methods(task.base, task.layer_names, {k: v["ranks"] for k, v in alloc.items()}, r0=r0,
-                           total_step=steps, methods=methods, random_state=random_state)
+    Cl = task_contributions(
+        warm,
+        {n: warm.get_submodule("base_model.model." + n) for n in task.layer_names},
+        task.X_train[:cond_n],
+        task.y_train[:cond_n],
+        neg_squared_error,
+        n_steps=cond_steps,
+        batch_size=cond_n,
+    )
+    alloc = allocate_ranks(Cl, G, task.costs, budget, kappa=kappa, max_ranks=task.max_ranks, random_state=random_state)
+    models = build_methods(
+        task.base,
+        task.layer_names,
+        {k: v["ranks"] for k, v in alloc.items()},
+        r0=r0,
+        total_step=steps,
+        methods=methods,
+        random_state=random_state,
+    )
     rows = []
     for name, m in models.items():
         counts = adapter_param_counts(m)
         ada = name.startswith("AdaLoRA")
-        train_lora(m, _regression_loss(m, ada), task.X_train, task.y_train, steps=steps, lr=lr,
-                   batch_size=batch_size, adalora=ada, random_state=random_state)
+        train_lora(
+            m,
+            _regression_loss(m, ada),
+            task.X_train,
+            task.y_train,
+            steps=steps,
+            lr=lr,
+            batch_size=batch_size,
+            adalora=ada,
+            random_state=random_state,
+        )
         with torch.no_grad():
             test = float(_mse(m, task.X_test, task.y_test))
         r = alloc[name]["ranks"] if name in alloc else np.full(len(task.layer_names), r0) if name == "uniform" else None
-        rows.append({
-            "method": name, "test MSE": test, "trained parameters": counts["trained"],
-            "final parameters": lora_param_count(m), "budget": budget,
-            "ranks": "—" if r is None else " ".join(map(str, r)),
-            "ρ(ranks, truth)": float(spearmanr(r, task.true_ranks).statistic)
-            if r is not None and np.ptp(r) and np.ptp(task.true_ranks) else np.nan,
-        })
-    return {"rows": rows, "alloc": alloc, "rho": float(spearmanr(Cl, G).statistic), "C": Cl, "G": G,
-            "true_ranks": task.true_ranks}
+        rows.append(
+            {
+                "method": name,
+                "test MSE": test,
+                "trained parameters": counts["trained"],
+                "final parameters": lora_param_count(m),
+                "budget": budget,
+                "ranks": "—" if r is None else " ".join(map(str, r)),
+                "ρ(ranks, truth)": float(spearmanr(r, task.true_ranks).statistic)
+                if r is not None and np.ptp(r) and np.ptp(task.true_ranks)
+                else np.nan,
+            }
+        )
+    return {
+        "rows": rows,
+        "alloc": alloc,
+        "rho": float(spearmanr(Cl, G).statistic),
+        "C": Cl,
+        "G": G,
+        "true_ranks": task.true_ranks,
+    }
 
 
 def _clf_loss(m: nn.Module, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
@@ -417,9 +487,19 @@ def encoder_seed(
         raise TypeError(f"enc must be an EncoderTask, got {type(enc).__name__}")
     budget = int(check_int(r0, "r0", low=1) * enc.costs.sum())
     head = list(head)
-    G, warm = lora_gradient_demand(enc.model, enc.module_names, _clf_loss, enc.X_train, enc.y_train, r0=r0,
-                                   steps=warmup, lr=lr, batch_size=batch_size, modules_to_save=head,
-                                   random_state=random_state)
+    G, warm = lora_gradient_demand(
+        enc.model,
+        enc.module_names,
+        _clf_loss,
+        enc.X_train,
+        enc.y_train,
+        r0=r0,
+        steps=warmup,
+        lr=lr,
+        batch_size=batch_size,
+        modules_to_save=head,
+        random_state=random_state,
+    )
     emb = warm.get_submodule("base_model.model.bert.embeddings.word_embeddings")
     xc = enc.X_train[:cond_n]
     with torch.no_grad():
@@ -427,23 +507,50 @@ def encoder_seed(
     Cl = task_contributions(
         lambda e: warm(inputs_embeds=e).logits,
         {n: warm.get_submodule("base_model.model." + n) for n in enc.module_names},
-        E, enc.y_train[:cond_n], true_class_log_prob, E0, n_steps=cond_steps, batch_size=32,
+        E,
+        enc.y_train[:cond_n],
+        true_class_log_prob,
+        E0,
+        n_steps=cond_steps,
+        batch_size=32,
     )
-    alloc = allocate_ranks(Cl, G, enc.costs, budget, kappa=kappa, max_ranks=enc.max_ranks,
-                           random_state=random_state)
-    models = build_methods(enc.model, enc.module_names, {k: v["ranks"] for k, v in alloc.items()}, r0=r0,
-                           total_step=steps, modules_to_save=head, methods=methods, random_state=random_state)
+    alloc = allocate_ranks(Cl, G, enc.costs, budget, kappa=kappa, max_ranks=enc.max_ranks, random_state=random_state)
+    models = build_methods(
+        enc.model,
+        enc.module_names,
+        {k: v["ranks"] for k, v in alloc.items()},
+        r0=r0,
+        total_step=steps,
+        modules_to_save=head,
+        methods=methods,
+        random_state=random_state,
+    )
     rows = []
     for name, m in models.items():
         counts = adapter_param_counts(m)
-        train_lora(m, _clf_loss, enc.X_train, enc.y_train, steps=steps, lr=lr, batch_size=batch_size,
-                   adalora=name.startswith("AdaLoRA"), schedule=schedule, random_state=random_state)
+        train_lora(
+            m,
+            _clf_loss,
+            enc.X_train,
+            enc.y_train,
+            steps=steps,
+            lr=lr,
+            batch_size=batch_size,
+            adalora=name.startswith("AdaLoRA"),
+            schedule=schedule,
+            random_state=random_state,
+        )
         with torch.no_grad():
             acc = float((m(input_ids=enc.X_test).logits.argmax(1) == enc.y_test).float().mean())
         r = alloc[name]["ranks"] if name in alloc else np.full(len(enc.module_names), r0) if name == "uniform" else None
-        rows.append({
-            "method": name, "accuracy": acc, "trained parameters": counts["trained"],
-            "final parameters": lora_param_count(m), "budget": budget,
-            "ranks": "—" if r is None else " ".join(map(str, r)),
-        })
+        rows.append(
+            {
+                "method": name,
+                "accuracy": acc,
+                "trained parameters": counts["trained"],
+                "final parameters": lora_param_count(m),
+                "budget": budget,
+                "ranks": "—" if r is None else " ".join(map(str, r)),
+            }
+        )
     return {"rows": rows, "alloc": alloc, "rho": float(spearmanr(Cl, G).statistic), "C": Cl, "G": G}

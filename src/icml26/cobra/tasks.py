@@ -251,7 +251,9 @@ def marker_encoder_task(
     if hidden % heads:
         raise ValueError(f"hidden={hidden} must be a multiple of heads={heads}")
     pretrain_steps = check_int(pretrain_steps, "pretrain_steps", low=0)
-    n_corpus, n_train, n_test = (check_int(v, k, low=1) for v, k in ((n_corpus, "n_corpus"), (n_train, "n_train"), (n_test, "n_test")))
+    n_corpus, n_train, n_test = (
+        check_int(v, k, low=1) for v, k in ((n_corpus, "n_corpus"), (n_train, "n_train"), (n_test, "n_test"))
+    )
     lr = check_real(lr, "lr", lo=0.0, lo_open=True)
     marker_rate = check_real(marker_rate, "marker_rate", lo=0.0, hi=1.0, lo_open=True)
     n_markers = check_int(n_markers, "n_markers", low=1)
@@ -266,9 +268,17 @@ def marker_encoder_task(
     T = rng.random((V, V)) ** 4  # sparse-ish transitions
     T /= T.sum(1, keepdims=True)
     cfg = BertConfig(
-        vocab_size=V + FIRST, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
-        intermediate_size=2 * hidden, max_position_embeddings=seq_len + 1, hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0, pad_token_id=PAD, num_labels=2, attn_implementation="eager",
+        vocab_size=V + FIRST,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=2 * hidden,
+        max_position_embeddings=seq_len + 1,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        pad_token_id=PAD,
+        num_labels=2,
+        attn_implementation="eager",
     )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed_from(rng))
@@ -323,8 +333,14 @@ def marker_encoder_task(
     Xte, yte = labelled(n_test)
     names, costs, mx = [], [], []
     for i in range(layers):
-        for sub in ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
-                    "intermediate.dense", "output.dense"):
+        for sub in (
+            "attention.self.query",
+            "attention.self.key",
+            "attention.self.value",
+            "attention.output.dense",
+            "intermediate.dense",
+            "output.dense",
+        ):
             nm = f"bert.encoder.layer.{i}.{sub}"
             lin = clf.get_submodule(nm)
             names.append(nm)

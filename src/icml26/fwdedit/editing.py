@@ -416,7 +416,9 @@ def _contexts(tok, r, prefixes):
     return seqs, spos
 
 
-def optimise_anchor(model, tok, request, layer: int, cfg: EditConfig, random_state: RandomState = 0) -> tuple[torch.Tensor, torch.Tensor]:
+def optimise_anchor(
+    model, tok, request, layer: int, cfg: EditConfig, random_state: RandomState = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Optimise ``δ`` added to block ``layer``'s output at the last subject token.
 
     Minimises ``−mean_j log P(o* | prefix_j ⊕ prompt; h + δ) + β_KL KL(P_δ ‖ P_0 on the essence) +
@@ -449,8 +451,9 @@ def optimise_anchor(model, tok, request, layer: int, cfg: EditConfig, random_sta
     return zs[0][cfg.clamp], hs[0]
 
 
-def optimise_anchors(model, tok, requests, layer: int, cfg: EditConfig,
-                     clamps: Sequence[float]) -> tuple[list[dict[float, torch.Tensor]], list[torch.Tensor]]:
+def optimise_anchors(
+    model, tok, requests, layer: int, cfg: EditConfig, clamps: Sequence[float]
+) -> tuple[list[dict[float, torch.Tensor]], list[torch.Tensor]]:
     """:func:`optimise_anchor` for several requests and clamps at once.
 
     Two pieces of work are shared, neither changing a number. (1) The Adam runs of two
@@ -538,7 +541,7 @@ def optimise_anchors(model, tok, requests, layer: int, cfg: EditConfig,
             for run in runs:
                 j, group, delta, opt = run
                 pseqs, _, last, n_ess, tgt = prep[j]
-                lg = logits[o:o + len(pseqs)]
+                lg = logits[o : o + len(pseqs)]
                 o += len(pseqs)
                 lp = torch.log_softmax(lg[torch.arange(len(last)), torch.tensor(last)], -1)  # (P, V)
                 nll = -lp[:, tgt].mean()
@@ -584,8 +587,13 @@ def _keys_and_hidden(model, tok, r, layer, prefixes, read_layer):
     """Key at ``layer`` (bare prompt ½, mean of the prefixed prompts ½), and the hidden state of ``read_layer`` at the bare prompt."""
     seqs, spos = _contexts(tok, r, prefixes)
     with torch.no_grad():
-        _, (k, hh) = _run(model, tok, seqs, spos, [(mlp_projections(model)[layer], "input", None, None),
-                                                   (_blocks(model)[read_layer], "output", None, None)])
+        _, (k, hh) = _run(
+            model,
+            tok,
+            seqs,
+            spos,
+            [(mlp_projections(model)[layer], "input", None, None), (_blocks(model)[read_layer], "output", None, None)],
+        )
     # MEMIT's compute_ks: the bare prompt weighs 1/2 and the mean over the prefixed prompts 1/2
     kk = k[0] if k.shape[0] == 1 else 0.5 * k[0] + 0.5 * k[1:].mean(0)
     return kk, hh[0]
@@ -625,8 +633,20 @@ class EditResult:
 
 def _anchor_key(model, r, layer, cfg):
     """The memo key of an anchor: the unedited model, the request, the layer and every setting but λ."""
-    return (id(model), r["prompt"], r["subject"], r["target_new"], layer, cfg.clamp, cfg.steps, cfg.lr, cfg.kl_weight,
-            cfg.weight_decay, cfg.prefixes, cfg.essence)
+    return (
+        id(model),
+        r["prompt"],
+        r["subject"],
+        r["target_new"],
+        layer,
+        cfg.clamp,
+        cfg.steps,
+        cfg.lr,
+        cfg.kl_weight,
+        cfg.weight_decay,
+        cfg.prefixes,
+        cfg.essence,
+    )
 
 
 def _cached_anchor(model, tok, r, layer, cfg, cache):
@@ -641,8 +661,17 @@ def _cached_anchor(model, tok, r, layer, cfg, cache):
     return cache[key]
 
 
-def edit(model, tok, requests, layers, method: str, cfg: EditConfig, covs: Mapping[int, torch.Tensor], random_state: RandomState = 0,
-         anchor_cache: dict | None = None) -> EditResult:
+def edit(
+    model,
+    tok,
+    requests,
+    layers,
+    method: str,
+    cfg: EditConfig,
+    covs: Mapping[int, torch.Tensor],
+    random_state: RandomState = 0,
+    anchor_cache: dict | None = None,
+) -> EditResult:
     """Apply a batch of edits with OneLayer, MEMIT, MEMIT without division or FE.
 
     Parameters
@@ -730,11 +759,17 @@ def edit(model, tok, requests, layers, method: str, cfg: EditConfig, covs: Mappi
         kh = [None] * n
         for idx, cseqs, cpos, cbatch, cindex in groups:
             with torch.no_grad():
-                _, (k_all, h_all) = _run(edited, tok, cseqs, cpos, [(projs[l], "input", None, None),
-                                                                    (blocks[read], "output", None, None)],
-                                         batch=cbatch, index=cindex)
+                _, (k_all, h_all) = _run(
+                    edited,
+                    tok,
+                    cseqs,
+                    cpos,
+                    [(projs[l], "input", None, None), (blocks[read], "output", None, None)],
+                    batch=cbatch,
+                    index=cindex,
+                )
             for g, j in enumerate(idx):
-                k = k_all[g * per:(g + 1) * per]  # (per, d_k)
+                k = k_all[g * per : (g + 1) * per]  # (per, d_k)
                 # MEMIT's compute_ks: the bare prompt weighs 1/2 and the mean over the prefixed prompts 1/2
                 kh[j] = (k[0] if k.shape[0] == 1 else 0.5 * k[0] + 0.5 * k[1:].mean(0), h_all[g * per])
         K, R = [], []
@@ -949,8 +984,17 @@ def _metrics(after, tok, cases, lb) -> dict[str, float]:
 
 
 # --------------------------------------------------------------------------- the Jacobian diagnostic
-def jacobian_cosine(model, tok, prompts: Sequence[str], layer_from: int, layer_to: int, n_dirs: int = 8,
-                    random_state: RandomState = 0, method: str = "fd", eps: float = 1e-3) -> np.ndarray:
+def jacobian_cosine(
+    model,
+    tok,
+    prompts: Sequence[str],
+    layer_from: int,
+    layer_to: int,
+    n_dirs: int = 8,
+    random_state: RandomState = 0,
+    method: str = "fd",
+    eps: float = 1e-3,
+) -> np.ndarray:
     """cos(J δ, δ) for random δ injected at block ``layer_from``'s output (last token).
 
     ``J = ∂h_{layer_to} / ∂h_{layer_from}`` at the prompt's last token (the position of the
@@ -1020,10 +1064,20 @@ def jacobian_cosine(model, tok, prompts: Sequence[str], layer_from: int, layer_t
 SELECTIONS: tuple[str, ...] = ("with_kl", "without_kl")
 
 
-def tune_and_test(model, tok, val_cases, test_cases, layers, covs, cfg: EditConfig,
-                  lams: Sequence[float] = (10.0, 1000.0), clamps: Sequence[float] = (1.0, 4.0),
-                  methods: Sequence[str] = METHODS, anchor_cache: dict | None = None,
-                  selection: str = "with_kl") -> list[dict]:
+def tune_and_test(
+    model,
+    tok,
+    val_cases,
+    test_cases,
+    layers,
+    covs,
+    cfg: EditConfig,
+    lams: Sequence[float] = (10.0, 1000.0),
+    clamps: Sequence[float] = (1.0, 4.0),
+    methods: Sequence[str] = METHODS,
+    anchor_cache: dict | None = None,
+    selection: str = "with_kl",
+) -> list[dict]:
     """Choose (λ, clamp) per method on validation edits, then evaluate on test edits.
 
     Validation score (``selection="with_kl"``): mean of efficacy, validation-template
@@ -1116,14 +1170,24 @@ def tune_and_test(model, tok, val_cases, test_cases, layers, covs, cfg: EditConf
                     best[m] = (score, float(lam), float(c))
     lb_test = _neighbourhood_logprobs(model, tok, test_cases)
     for al in sorted({anchor_layer(m) for m in methods}):
-        _prefill_anchors(model, tok, test_cases, al, cfg, sorted({best[m][2] for m in methods if anchor_layer(m) == al}),
-                         anchor_cache)
+        _prefill_anchors(
+            model, tok, test_cases, al, cfg, sorted({best[m][2] for m in methods if anchor_layer(m) == al}), anchor_cache
+        )
     rows = []
     for m in methods:
         c_cfg = dataclasses.replace(cfg, lam=best[m][1], clamp=best[m][2])
         met, residual, edit_cos = _edit_and_score(model, tok, test_cases, layers, m, c_cfg, covs, anchor_cache, lb_test)
-        rows.append(dict(method=m, lam=best[m][1], clamp=best[m][2], score=best[m][0], **met,
-                         residual=residual.mean(0).tolist(), edit_cosine=edit_cos.mean(0).tolist()))
+        rows.append(
+            dict(
+                method=m,
+                lam=best[m][1],
+                clamp=best[m][2],
+                score=best[m][0],
+                **met,
+                residual=residual.mean(0).tolist(),
+                edit_cosine=edit_cos.mean(0).tolist(),
+            )
+        )
     return rows
 
 
@@ -1136,11 +1200,33 @@ def _edit_and_score(model, tok, cases, layers, method, cfg, covs, cache, lb):
     over the same grid (``tune_and_test(selection="without_kl")``) then edits nothing twice.
     """
     edited_layers = layers[-1:] if method == "onelayer" else layers
-    key = ("edit-metrics", id(model), method, tuple(layers), cfg.lam, cfg.clamp, cfg.steps, cfg.lr, cfg.kl_weight,
-           cfg.weight_decay, cfg.prefixes, cfg.essence, tuple(id(covs[l]) for l in edited_layers if l in covs),
-           repr([(sorted(_requests([c])[0].items()), tuple(getattr(c, "paraphrase_prompts", ())),
-                  tuple(getattr(c, "validation_prompts", ())), tuple(c.neighbourhood_prompts),
-                  tuple(c.neighbourhood_targets)) for c in cases]))
+    key = (
+        "edit-metrics",
+        id(model),
+        method,
+        tuple(layers),
+        cfg.lam,
+        cfg.clamp,
+        cfg.steps,
+        cfg.lr,
+        cfg.kl_weight,
+        cfg.weight_decay,
+        cfg.prefixes,
+        cfg.essence,
+        tuple(id(covs[l]) for l in edited_layers if l in covs),
+        repr(
+            [
+                (
+                    sorted(_requests([c])[0].items()),
+                    tuple(getattr(c, "paraphrase_prompts", ())),
+                    tuple(getattr(c, "validation_prompts", ())),
+                    tuple(c.neighbourhood_prompts),
+                    tuple(c.neighbourhood_targets),
+                )
+                for c in cases
+            ]
+        ),
+    )
     if key in cache:
         return cache[key][0]
     res = edit(model, tok, cases, layers, method, cfg, covs, anchor_cache=cache)
@@ -1155,8 +1241,9 @@ def _prefill_anchors(model, tok, cases, layer, cfg, clamps, cache) -> None:
 
     todo = []
     for r in _requests(cases):
-        missing = [float(c) for c in clamps
-                   if _anchor_key(model, r, layer, dataclasses.replace(cfg, clamp=float(c))) not in cache]
+        missing = [
+            float(c) for c in clamps if _anchor_key(model, r, layer, dataclasses.replace(cfg, clamp=float(c))) not in cache
+        ]
         if not missing:
             continue
         todo.append((r, missing))

@@ -36,7 +36,6 @@ noise, the sentinel, noise schemes), :mod:`~icml26.moes.model` (the network) and
 is importable from ``icml26.moes``.
 """
 
-
 from __future__ import annotations
 
 from .model import READOUTS, ForceNet, _graph, _pairs, predict_forces  # noqa: F401  (_graph, _pairs: used by the tests)

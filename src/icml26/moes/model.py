@@ -78,8 +78,15 @@ class ForceNet(torch.nn.Module):
         Seeds the initial weights.
     """
 
-    def __init__(self, channels: int = 64, layers: int = 3, n_rbf: int = 32, cutoff: float = 5.0,
-                 random_state: RandomState = 0, readout: str = "sum") -> None:
+    def __init__(
+        self,
+        channels: int = 64,
+        layers: int = 3,
+        n_rbf: int = 32,
+        cutoff: float = 5.0,
+        random_state: RandomState = 0,
+        readout: str = "sum",
+    ) -> None:
         super().__init__()
         self.readout = _check_readout(readout)
         channels = check_int(channels, "channels")
@@ -91,7 +98,9 @@ class ForceNet(torch.nn.Module):
         try:
             self.embed = torch.nn.Embedding(len(ELEMENTS), channels)
             self.blocks = torch.nn.ModuleList([_Interaction(channels, n_rbf) for _ in range(layers)])
-            self.force_mlp = torch.nn.Sequential(torch.nn.Linear(channels + n_rbf, channels), torch.nn.SiLU(), torch.nn.Linear(channels, 1))
+            self.force_mlp = torch.nn.Sequential(
+                torch.nn.Linear(channels + n_rbf, channels), torch.nn.SiLU(), torch.nn.Linear(channels, 1)
+            )
             self.head = torch.nn.Sequential(torch.nn.Linear(channels, channels), torch.nn.SiLU(), torch.nn.Linear(channels, 1))
         finally:
             torch.random.set_rng_state(gen_state)
@@ -164,7 +173,9 @@ def _graph(molecules: Sequence[Molecule], xs: Sequence[np.ndarray]):
     return t(zs, torch.long), t(xx, torch.float32), t(ii, torch.long), t(jj, torch.long), t(bb, torch.long)
 
 
-def predict_forces(model: ForceNet, molecules: Sequence[Molecule], xs: Sequence[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
+def predict_forces(
+    model: ForceNet, molecules: Sequence[Molecule], xs: Sequence[np.ndarray]
+) -> tuple[list[np.ndarray], np.ndarray]:
     """Run ``model`` on molecules at the given coordinates.
 
     Parameters

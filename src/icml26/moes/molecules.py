@@ -283,8 +283,9 @@ def prepare_molecule(mol, name: str = "", *, random_state: RandomState = 0, max_
     return Molecule(name, smiles, mh, z, x0, float(ff.CalcEnergy(x0.ravel().tolist())), bonds, _rotatable_torsions(mh), ff, props)
 
 
-def prepare_molecules(smiles: Sequence[str], names: Sequence[str] | None = None, *, random_state: RandomState = 0,
-                      errors: str = "raise") -> list[Molecule]:
+def prepare_molecules(
+    smiles: Sequence[str], names: Sequence[str] | None = None, *, random_state: RandomState = 0, errors: str = "raise"
+) -> list[Molecule]:
     """:func:`parse_smiles` then :func:`prepare_molecule` for each, seeds drawn from ``random_state``.
 
     Parameters
@@ -340,9 +341,11 @@ def _non_finite(molecule: Molecule, x: np.ndarray, what: str) -> ValueError:
     d = np.linalg.norm(x[:, None] - x[None], axis=-1)
     d[np.diag_indices_from(d)] = np.inf
     i, j = np.unravel_index(np.argmin(d), d.shape)
-    return ValueError(f"MMFF94 {what} of molecule {molecule.name!r} is not finite at these coordinates: atoms {min(i, j)} "
-                      f"and {max(i, j)} are {d[i, j]:.3g} Å apart (coincident atoms make the force field undefined); "
-                      "give coordinates with distinct atom positions")
+    return ValueError(
+        f"MMFF94 {what} of molecule {molecule.name!r} is not finite at these coordinates: atoms {min(i, j)} "
+        f"and {max(i, j)} are {d[i, j]:.3g} Å apart (coincident atoms make the force field undefined); "
+        "give coordinates with distinct atom positions"
+    )
 
 
 def mmff_energy(molecule: Molecule, x: np.ndarray) -> float:
@@ -415,7 +418,6 @@ def mmff_forces(molecule: Molecule, x: np.ndarray) -> np.ndarray:
 mmff_forces.__doc__ += _REF
 
 
-
 def gasteiger_dipole(molecule: Molecule, x: np.ndarray | None = None) -> float:
     """Dipole magnitude from Gasteiger partial charges: :math:`|\\sum_i q_i (x_i - \\bar x)|` in debye.
 
@@ -444,7 +446,6 @@ def gasteiger_dipole(molecule: Molecule, x: np.ndarray | None = None) -> float:
         raise ValueError(f"Gasteiger charges of {molecule.name!r} are not finite")
     q = q - q.mean()  # neutralise rounding so the dipole does not depend on the origin
     return float(np.linalg.norm(q @ (x - x.mean(0))) * DEBYE_PER_E_ANGSTROM)
-
 
 
 def embed_conformers(molecule: Molecule, n: int, *, random_state: RandomState = None) -> list[np.ndarray]:

@@ -21,6 +21,7 @@ FRAD_TORSION_SCALE: float = math.radians(FRAD_TORSION_SCALE_DEG)
 SCHEMES: tuple[str, ...] = ("coord", "frad", "sentinel")
 """The noise schemes: coordinate noise only, Frad (one torsion scale), energy sentinel (per-molecule scale)."""
 
+
 # --------------------------------------------------------------------------- noise
 def _cross(a: np.ndarray, p: np.ndarray) -> np.ndarray:
     """:math:`a \\times p_r` for every row of ``p`` (a (3,), p (n, 3)), with :func:`numpy.cross`'s arithmetic.
@@ -74,7 +75,9 @@ def apply_torsions(molecule: Molecule, x: np.ndarray, angles: np.ndarray) -> np.
     x = _check_coords(molecule, x).copy()
     angles = _as_float_array(angles, "angles").ravel()
     if angles.size != len(molecule.torsions):
-        raise ValueError(f"angles has {angles.size} entries; molecule {molecule.name!r} has {len(molecule.torsions)} rotatable bonds")
+        raise ValueError(
+            f"angles has {angles.size} entries; molecule {molecule.name!r} has {len(molecule.torsions)} rotatable bonds"
+        )
     if not np.all(np.isfinite(angles)):
         raise ValueError("angles holds NaN or infinite values")
     return _apply_torsions(molecule, x, angles)
@@ -83,7 +86,9 @@ def apply_torsions(molecule: Molecule, x: np.ndarray, angles: np.ndarray) -> np.
 apply_torsions.__doc__ += _REF
 
 
-def torsion_noise(molecule: Molecule, scale: float, *, x: np.ndarray | None = None, random_state: RandomState = None) -> np.ndarray:
+def torsion_noise(
+    molecule: Molecule, scale: float, *, x: np.ndarray | None = None, random_state: RandomState = None
+) -> np.ndarray:
     """Frad's chemical-aware noise: :math:`\\Delta\\psi \\sim N(0, s^2)` on every rotatable bond.
 
     Parameters
@@ -154,8 +159,16 @@ class SentinelResult:
     n_energy: int
 
 
-def sentinel_scale(molecule: Molecule, target: float, *, s_max: float = 2.0, n_samples: int = 8, tol: float = 0.1,
-                   max_iter: int = 40, random_state: RandomState = None) -> SentinelResult:
+def sentinel_scale(
+    molecule: Molecule,
+    target: float,
+    *,
+    s_max: float = 2.0,
+    n_samples: int = 8,
+    tol: float = 0.1,
+    max_iter: int = 40,
+    random_state: RandomState = None,
+) -> SentinelResult:
     """Energy sentinel (reconstruction): the torsion scale whose median MMFF energy rise is ``target``.
 
     With ``n_samples`` fixed standard-normal draws :math:`z_k` (common random numbers),
@@ -291,8 +304,15 @@ class NoiseScheme:
         return x_a, x_a + self.tau * eps, eps
 
 
-def high_energy_fraction(molecules: Sequence[Molecule], scheme: NoiseScheme, scales: np.ndarray, *, n_samples: int = 16,
-                         threshold: float = 10.0, random_state: RandomState = None) -> dict[str, np.ndarray]:
+def high_energy_fraction(
+    molecules: Sequence[Molecule],
+    scheme: NoiseScheme,
+    scales: np.ndarray,
+    *,
+    n_samples: int = 16,
+    threshold: float = 10.0,
+    random_state: RandomState = None,
+) -> dict[str, np.ndarray]:
     """Energy rise of noisy samples under a scheme, and the share above ``threshold``.
 
     Parameters
@@ -330,7 +350,12 @@ def high_energy_fraction(molecules: Sequence[Molecule], scheme: NoiseScheme, sca
             x_a, x_t, _ = scheme._sample(m, s, rng)
             ra[i, k] = m.ff.CalcEnergy(x_a.ravel().tolist()) - m.e0
             rt[i, k] = m.ff.CalcEnergy(x_t.ravel().tolist()) - m.e0
-    return {"rise_a": ra, "rise_tilde": rt, "frac_a": float((ra > threshold).mean()), "frac_tilde": float((rt > threshold).mean())}
+    return {
+        "rise_a": ra,
+        "rise_tilde": rt,
+        "frac_a": float((ra > threshold).mean()),
+        "frac_tilde": float((rt > threshold).mean()),
+    }
 
 
 high_energy_fraction.__doc__ += _REF

@@ -28,9 +28,17 @@ class PretrainResult:
     train_seconds: float
 
 
-def pretrain_denoise(molecules: Sequence[Molecule], scheme: NoiseScheme, *, steps: int = 500, batch_size: int = 16,
-                     lr: float = 1e-3, model_kw: dict | None = None, random_state: RandomState = 0,
-                     show_progress: bool = False) -> PretrainResult:
+def pretrain_denoise(
+    molecules: Sequence[Molecule],
+    scheme: NoiseScheme,
+    *,
+    steps: int = 500,
+    batch_size: int = 16,
+    lr: float = 1e-3,
+    model_kw: dict | None = None,
+    random_state: RandomState = 0,
+    show_progress: bool = False,
+) -> PretrainResult:
     """Fractional denoising pre-training: :math:`\\min \\mathbb E\\,\\|\\mathrm{NN}(\\tilde x) - \\epsilon\\|^2`.
 
     Each step draws ``batch_size`` molecules, perturbs each by the scheme
@@ -143,10 +151,20 @@ def force_metrics(pred: Sequence[np.ndarray], true: Sequence[np.ndarray]) -> dic
 force_metrics.__doc__ += _REF
 
 
-
-def finetune_property(molecules: Sequence[Molecule], y: np.ndarray, *, init: ForceNet | None = None, steps: int = 300,
-                      batch_size: int = 16, lr: float = 1e-3, tau: float = 0.0, denoise_weight: float = 0.0,
-                      readout: str = "sum", model_kw: dict | None = None, random_state: RandomState = 0) -> ForceNet:
+def finetune_property(
+    molecules: Sequence[Molecule],
+    y: np.ndarray,
+    *,
+    init: ForceNet | None = None,
+    steps: int = 300,
+    batch_size: int = 16,
+    lr: float = 1e-3,
+    tau: float = 0.0,
+    denoise_weight: float = 0.0,
+    readout: str = "sum",
+    model_kw: dict | None = None,
+    random_state: RandomState = 0,
+) -> ForceNet:
     """Fine-tune the scalar head (and the encoder) on labelled molecules at their minima.
 
     With ``denoise_weight`` :math:`w > 0` the fine-tune keeps a denoising auxiliary term

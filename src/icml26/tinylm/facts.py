@@ -130,8 +130,9 @@ class FactBase:
         return sorted(ws)
 
 
-def make_fact_base(n_subjects: int = 80, n_relations: int = 2, n_objects: int = 12, random_state: RandomState = 0,
-                   subject_words: int = 1) -> FactBase:
+def make_fact_base(
+    n_subjects: int = 80, n_relations: int = 2, n_objects: int = 12, random_state: RandomState = 0, subject_words: int = 1
+) -> FactBase:
     """A seeded fact base of made-up subjects, each with one object per relation.
 
     Parameters
@@ -317,9 +318,7 @@ def counterfactual_edits(fb: FactBase, n_edits: int, n_neighbours: int = 4, rand
     n_edits = check_int(n_edits, "n_edits", low=1)
     n_neighbours = check_int(n_neighbours, "n_neighbours", low=1)
     if n_edits + n_neighbours > len(fb.subjects):
-        raise ValueError(
-            f"n_edits={n_edits} + n_neighbours={n_neighbours} must be at most the {len(fb.subjects)} subjects"
-        )
+        raise ValueError(f"n_edits={n_edits} + n_neighbours={n_neighbours} must be at most the {len(fb.subjects)} subjects")
     rng = check_random_state(random_state)
     order = rng.permutation(len(fb.subjects))
     edited = [fb.subjects[int(i)] for i in order[:n_edits]]

@@ -222,12 +222,16 @@ def _resolve(name: str) -> Callable:
     try:
         obj: Any = importlib.import_module(mod)
     except ImportError as exc:
-        raise ValueError(f"corpus={name!r}: cannot import module {mod!r} ({exc}); give 'module:function' with an "
-                         "importable module, e.g. 'icml26.tinylm.facts:fact_corpus'") from exc
+        raise ValueError(
+            f"corpus={name!r}: cannot import module {mod!r} ({exc}); give 'module:function' with an "
+            "importable module, e.g. 'icml26.tinylm.facts:fact_corpus'"
+        ) from exc
     for part in attr.split("."):
         if not hasattr(obj, part):
-            raise ValueError(f"corpus={name!r}: module {mod!r} has no {attr!r} (no attribute {part!r}); "
-                             "give 'module:function' naming a function of that module")
+            raise ValueError(
+                f"corpus={name!r}: module {mod!r} has no {attr!r} (no attribute {part!r}); "
+                "give 'module:function' naming a function of that module"
+            )
         obj = getattr(obj, part)
     if not callable(obj):
         raise TypeError(f"corpus={name!r} names a {type(obj).__name__}, not a function")
@@ -291,8 +295,14 @@ class Recipe:
         dict
         """
         return dict(
-            corpus=self.corpus, corpus_kwargs=self.corpus_kwargs, config={**_CONFIG_DEFAULTS, **self.config},
-            seed=self.seed, steps=self.steps, batch_size=self.batch_size, lr=self.lr, vocab_size=self.vocab_size,
+            corpus=self.corpus,
+            corpus_kwargs=self.corpus_kwargs,
+            config={**_CONFIG_DEFAULTS, **self.config},
+            seed=self.seed,
+            steps=self.steps,
+            batch_size=self.batch_size,
+            lr=self.lr,
+            vocab_size=self.vocab_size,
             format=1,
         )
 
@@ -414,8 +424,9 @@ def _train_into(recipe: Recipe, path: Path) -> None:
 
     corpus = _resolve(recipe.corpus)(**recipe.corpus_kwargs)
     if isinstance(corpus, (str, bytes)) or not isinstance(corpus, Sequence):
-        raise TypeError(f"corpus {recipe.corpus!r} returned a {type(corpus).__name__}; it must return a list of "
-                        "strings or of token-id lists")
+        raise TypeError(
+            f"corpus {recipe.corpus!r} returned a {type(corpus).__name__}; it must return a list of strings or of token-id lists"
+        )
     tok = None
     if corpus and all(isinstance(t, str) for t in corpus):
         tok = build_word_tokenizer(word_vocabulary(corpus))
@@ -429,8 +440,14 @@ def _train_into(recipe: Recipe, path: Path) -> None:
         torch.manual_seed(seed_from(recipe.seed))
         model = GPT2LMHeadModel(gpt2_config(vocab, **recipe.config))
     losses = train_causal_lm(
-        model, corpus, tok, steps=recipe.steps, batch_size=recipe.batch_size, lr=recipe.lr,
-        random_state=recipe.seed, desc=f"train {recipe.key()}",
+        model,
+        corpus,
+        tok,
+        steps=recipe.steps,
+        batch_size=recipe.batch_size,
+        lr=recipe.lr,
+        random_state=recipe.seed,
+        desc=f"train {recipe.key()}",
     )
     seconds = time.perf_counter() - t0
     path.parent.mkdir(parents=True, exist_ok=True)

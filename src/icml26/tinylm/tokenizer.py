@@ -40,8 +40,10 @@ def word_vocabulary(texts: Iterable[str]) -> list[str]:
     Hugging Face ``tokenizers`` (``pre_tokenizers.WhitespaceSplit`` splits the same way).
     """
     if isinstance(texts, (str, bytes)):
-        raise TypeError(f"texts={texts[:40]!r} is a single {type(texts).__name__}; pass a list of texts "
-                        "(word_vocabulary([text])), not one string, which would give its letters")
+        raise TypeError(
+            f"texts={texts[:40]!r} is a single {type(texts).__name__}; pass a list of texts "
+            "(word_vocabulary([text])), not one string, which would give its letters"
+        )
     words: set[str] = set()
     for i, t in enumerate(texts):
         if not isinstance(t, str):
