@@ -157,12 +157,12 @@ def test_jacobian_cosine_fd_matches_autograd_and_is_one_at_gap_zero(lm):
 
 
 @covers(
-    "fwdedit.mlp_projections",
-    "fwdedit.edit",
-    "fwdedit.optimise_anchor",
-    "fwdedit.collect_keys",
-    "fwdedit.jacobian_cosine",
-    "fwdedit.EditConfig",
+    "fwdedit.editing.mlp_projections",
+    "fwdedit.editing.edit",
+    "fwdedit.editing.optimise_anchor",
+    "fwdedit.editing.collect_keys",
+    "fwdedit.editing.jacobian_cosine",
+    "fwdedit.editing.EditConfig",
 )
 def test_bad_models_layers_and_subjects_are_rejected():
     model, tok = _model("small")
@@ -213,7 +213,7 @@ def test_bad_models_layers_and_subjects_are_rejected():
     rejects(fe.EditConfig, essence="no subject", match="essence")
 
 
-@covers("fwdedit.key_covariance", "fwdedit.layer_update")
+@covers("fwdedit.editing.key_covariance", "fwdedit.editing.layer_update")
 def test_bad_algebra_input_is_rejected():
     K = torch.randn(3, 4)
     rejects(fe.key_covariance, torch.randn(4), match="keys")
@@ -223,7 +223,7 @@ def test_bad_algebra_input_is_rejected():
     rejects(fe.layer_update, K, torch.randn(3, 5), torch.eye(4), -1.0, match="lam")
 
 
-@covers("fwdedit.layer_update")
+@covers("fwdedit.editing.layer_update")
 def test_layer_update_rejects_nan_and_numpy_input():
     # NaN keys used to give a NaN update (key_covariance checked, layer_update did not)
     K, R, C = torch.randn(3, 4), torch.randn(3, 5), torch.eye(4)
@@ -238,7 +238,7 @@ def test_layer_update_rejects_nan_and_numpy_input():
     rejects(fe.layer_update, K, R.numpy(), C, 1.0, match="residuals must be a torch.Tensor")
 
 
-@covers("fwdedit.edit_metrics", "fwdedit.next_token_logprobs", "fwdedit.tune_and_test")
+@covers("fwdedit.editing.edit_metrics", "fwdedit.editing.next_token_logprobs", "fwdedit.editing.tune_and_test")
 def test_bad_evaluation_input_is_rejected():
     model, tok = _model("small")
     rejects(fe.edit_metrics, model, model, tok, [], match="empty")
@@ -246,7 +246,7 @@ def test_bad_evaluation_input_is_rejected():
     rejects(fe.tune_and_test, model, tok, [], [], [0], {}, fe.EditConfig(), match="non-empty")
 
 
-@covers("fwdedit.tune_and_test")
+@covers("fwdedit.editing.tune_and_test")
 def test_tune_and_test_refuses_a_string_grid_before_editing():
     # lams="10" used to be read as the grid (1.0, 0.0), methods="fe" as the methods 'f', 'e'
     model, tok = _model("small")
@@ -261,7 +261,7 @@ def test_tune_and_test_refuses_a_string_grid_before_editing():
     rejects(fe.tune_and_test, *args, selection="kl", match="selection='kl'")
 
 
-exempt("fwdedit.EditResult", "a data record returned by fwdedit.edit")
+exempt("fwdedit.editing.EditResult", "a data record returned by fwdedit.edit")
 
 
 def test_public_callables_have_numpydoc_sections():
@@ -429,7 +429,7 @@ def test_selection_score_counts_neighbourhood_kl():
     assert len(row["edit_cosine"]) == len(layers)
 
 
-@covers("fwdedit.anchor_efficacy")
+@covers("fwdedit.editing.anchor_efficacy")
 def test_bad_anchor_efficacy_input_is_rejected():
     model, tok = _model("small")
     no_true = [{"prompt": "{} lives in", "subject": "zora", "target_new": "nemo"}]
@@ -493,7 +493,7 @@ def test_batched_anchors_are_bit_identical_to_one_run_per_request_and_clamp(lm):
     assert acted == {True, False}  # the grid holds clamps that act and clamps that do not
 
 
-@covers("fwdedit.optimise_anchors")
+@covers("fwdedit.editing.optimise_anchors")
 def test_bad_optimise_anchors_input_is_rejected():
     model, tok = _model("small")
     cfg = fe.EditConfig(steps=2)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from badinput import covers
 from transformers import GPT2LMHeadModel
 
 from icml26 import fwdedit as fe
@@ -78,6 +79,7 @@ def test_critical_layers_is_the_best_window():
     assert fe.critical_layers([1.0, 0.0], 2) == [0, 1]
 
 
+@covers("fwdedit.locate.causal_trace", "fwdedit.locate.critical_layers")
 def test_trace_and_critical_layers_reject_bad_input():
     model, tok = _model()
     req = {"prompt": "{} lives in", "subject": "zora", "target_true": "nemo"}
@@ -116,6 +118,7 @@ def test_multi_word_subjects_share_their_words():
         facts.make_fact_base(12, 2, 4, subject_words=4)
 
 
+@covers("fwdedit.locate.edit_window")
 def test_edit_window_runs_from_the_critical_mlp_to_the_last_layer_holding_the_fact():
     mlp = [0.55, 0.016, 0.004, 0.01, 0.0, 0.0]
     hidden = [0.55, 0.399, 0.216, 0.032, 0.007, 0.0]

@@ -17,11 +17,11 @@ FAST = settings(max_examples=20, deadline=None, derandomize=True)
 M = moes.prepare_molecule("CCCO", "propanol", random_state=0)
 NET = moes.ForceNet(channels=8, layers=1, n_rbf=4, random_state=0)
 
-exempt("moes.InvalidSmilesError", "an exception type raised by parse_smiles; it carries the parsed rest of a batch")
-exempt("moes.ParsedBatch", "a result container built by parse_smiles")
-exempt("moes.Molecule", "a result container built by prepare_molecule (its inputs are checked there)")
-exempt("moes.SentinelResult", "a result container built by sentinel_scale")
-exempt("moes.PretrainResult", "a result container built by pretrain_denoise")
+exempt("moes.molecules.InvalidSmilesError", "an exception type raised by parse_smiles; it carries the parsed rest of a batch")
+exempt("moes.molecules.ParsedBatch", "a result container built by parse_smiles")
+exempt("moes.molecules.Molecule", "a result container built by prepare_molecule (its inputs are checked there)")
+exempt("moes.noise.SentinelResult", "a result container built by sentinel_scale")
+exempt("moes.train.PretrainResult", "a result container built by pretrain_denoise")
 
 bad_reals = st.sampled_from([np.nan, np.inf, -np.inf, -1.0])
 bad_sizes = st.integers(-5, 0)
@@ -34,7 +34,7 @@ bad_coords = st.one_of(
 )
 
 
-@covers("moes.parse_smiles", "moes.prepare_molecules")
+@covers("moes.molecules.parse_smiles", "moes.molecules.prepare_molecules")
 def test_unparsable_smiles_are_named_and_the_rest_kept():
     exc = rejects(moes.parse_smiles, ["CCO", "C(C", "CC"], ["ethanol", "broken", "ethane"], match="broken.*C\\(C")
     assert exc.batch.names == ["ethanol", "ethane"]
@@ -46,7 +46,7 @@ def test_unparsable_smiles_are_named_and_the_rest_kept():
     assert len(moes.prepare_molecules(["CCO", "xyz"], errors="keep")) == 1
 
 
-@covers("moes.prepare_molecule")
+@covers("moes.molecules.prepare_molecule")
 def test_molecule_that_cannot_be_embedded_or_typed():
     rejects(moes.prepare_molecule, "C1#CC1", "cyclopropyne", match="cyclopropyne.*could not be embedded")
     rejects(moes.prepare_molecule, "[Xe]", match="elements")
@@ -54,7 +54,7 @@ def test_molecule_that_cannot_be_embedded_or_typed():
     rejects(moes.prepare_molecule, "CC", max_iters=0, match="max_iters")
 
 
-@covers("moes.load_molecule_list")
+@covers("moes.molecules.load_molecule_list")
 def test_missing_or_changed_list(tmp_path):
     rejects(moes.load_molecule_list, tmp_path / "nope.tsv", match="does not exist")
     f = tmp_path / "m.tsv"
@@ -64,17 +64,17 @@ def test_missing_or_changed_list(tmp_path):
     rejects(moes.load_molecule_list, 3, match="str or Path")
 
 
-@covers("moes.mmff_energy", "moes.mmff_forces", "moes.gasteiger_dipole")
+@covers("moes.molecules.mmff_energy", "moes.molecules.mmff_forces", "moes.molecules.gasteiger_dipole")
 @FAST
 @given(x=bad_coords)
 def test_energy_and_forces_reject_bad_coordinates(x):
     rejects(moes.mmff_energy, M, x)
     rejects(moes.mmff_forces, M, x)
     rejects(moes.gasteiger_dipole, M, x)
-    rejects(moes.mmff_energy, "propanol", M.x0, match="moes.Molecule")
+    rejects(moes.mmff_energy, "propanol", M.x0, match="moes.molecules.Molecule")
 
 
-@covers("moes.apply_torsions", "moes.torsion_noise")
+@covers("moes.noise.apply_torsions", "moes.noise.torsion_noise")
 @FAST
 @given(scale=bad_reals, n=st.integers(0, 6).filter(lambda k: k != len(M.torsions)))
 def test_torsion_inputs(scale, n):
@@ -84,7 +84,7 @@ def test_torsion_inputs(scale, n):
     rejects(moes.torsion_noise, M, 1.0, random_state="seed")
 
 
-@covers("moes.coordinate_noise")
+@covers("moes.noise.coordinate_noise")
 @FAST
 @given(
     tau=st.one_of(bad_reals, st.just(0.0)),
@@ -96,7 +96,7 @@ def test_coordinate_noise_inputs(tau, x):
     rejects(moes.coordinate_noise, [[1, 2], [3]], 0.04, match="array of numbers")
 
 
-@covers("moes.sentinel_scale")
+@covers("moes.noise.sentinel_scale")
 @FAST
 @given(bad=bad_reals, size=bad_sizes)
 def test_sentinel_inputs(bad, size):
@@ -107,7 +107,7 @@ def test_sentinel_inputs(bad, size):
     rejects(moes.sentinel_scale, M, 3.0, max_iter=size)
 
 
-@covers("moes.NoiseScheme", "moes.high_energy_fraction")
+@covers("moes.noise.NoiseScheme", "moes.noise.high_energy_fraction")
 @FAST
 @given(bad=bad_reals, size=bad_sizes)
 def test_scheme_inputs(bad, size):
@@ -122,7 +122,7 @@ def test_scheme_inputs(bad, size):
     rejects(moes.high_energy_fraction, [M], "frad", [1.0], match="NoiseScheme")
 
 
-@covers("moes.ForceNet")
+@covers("moes.model.ForceNet")
 @FAST
 @given(size=bad_sizes, bad=st.one_of(bad_reals, st.just(0.0)))
 def test_forcenet_inputs(size, bad):
@@ -132,7 +132,7 @@ def test_forcenet_inputs(size, bad):
     rejects(moes.ForceNet, n_rbf=1)
 
 
-@covers("moes.predict_forces", "moes.predict_property", "moes.embed_conformers")
+@covers("moes.model.predict_forces", "moes.train.predict_property", "moes.molecules.embed_conformers")
 @FAST
 @given(x=bad_coords, size=bad_sizes)
 def test_prediction_inputs(x, size):
@@ -144,7 +144,7 @@ def test_prediction_inputs(x, size):
     rejects(moes.embed_conformers, M, size)
 
 
-@covers("moes.pretrain_denoise", "moes.finetune_property")
+@covers("moes.train.pretrain_denoise", "moes.train.finetune_property")
 @FAST
 @given(size=bad_sizes, bad=st.one_of(bad_reals, st.just(0.0)))
 def test_training_inputs(size, bad):
@@ -159,7 +159,7 @@ def test_training_inputs(size, bad):
     rejects(moes.finetune_property, [M, M], [1.0, 2.0], init="net", match="ForceNet")
 
 
-@covers("moes.force_metrics")
+@covers("moes.train.force_metrics")
 @FAST
 @given(n=st.integers(1, 4))
 def test_force_metric_inputs(n):
@@ -175,7 +175,7 @@ def test_random_state_type(bad):
     rejects(moes.coordinate_noise, M.x0, 0.04, random_state=bad)
 
 
-@covers("moes.mmff_energy", "moes.mmff_forces")
+@covers("moes.molecules.mmff_energy", "moes.molecules.mmff_forces")
 def test_coincident_atoms_are_refused_not_nan():
     # two atoms at one point used to give a NaN energy
     x = M.x0.copy()
