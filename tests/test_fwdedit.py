@@ -161,7 +161,7 @@ def test_jacobian_cosine_fd_matches_autograd_and_is_one_at_gap_zero(lm):
     "fwdedit.editing.edit",
     "fwdedit.editing.optimise_anchor",
     "fwdedit.editing.collect_keys",
-    "fwdedit.editing.jacobian_cosine",
+    "fwdedit.evaluation.jacobian_cosine",
     "fwdedit.editing.EditConfig",
 )
 def test_bad_models_layers_and_subjects_are_rejected():
@@ -238,7 +238,7 @@ def test_layer_update_rejects_nan_and_numpy_input():
     rejects(fe.layer_update, K, R.numpy(), C, 1.0, match="residuals must be a torch.Tensor")
 
 
-@covers("fwdedit.editing.edit_metrics", "fwdedit.editing.next_token_logprobs", "fwdedit.editing.tune_and_test")
+@covers("fwdedit.evaluation.edit_metrics", "fwdedit.evaluation.next_token_logprobs", "fwdedit.evaluation.tune_and_test")
 def test_bad_evaluation_input_is_rejected():
     model, tok = _model("small")
     rejects(fe.edit_metrics, model, model, tok, [], match="empty")
@@ -246,7 +246,7 @@ def test_bad_evaluation_input_is_rejected():
     rejects(fe.tune_and_test, model, tok, [], [], [0], {}, fe.EditConfig(), match="non-empty")
 
 
-@covers("fwdedit.editing.tune_and_test")
+@covers("fwdedit.evaluation.tune_and_test")
 def test_tune_and_test_refuses_a_string_grid_before_editing():
     # lams="10" used to be read as the grid (1.0, 0.0), methods="fe" as the methods 'f', 'e'
     model, tok = _model("small")

@@ -55,7 +55,17 @@ def _model(n=2):
 @given(n=st.integers(1, 4), k=st.integers(-2, 2).filter(lambda k: k != 0), sense=st.sampled_from(["minimise", "MAX", "", "mean"]))
 def test_linear_model_rejects_bad_shapes_sense_and_nan(n, k, sense):
     z = np.zeros(n)
-    rejects(lp.LinearModel, z, sp.csr_matrix((0, n + k)), np.zeros(0), np.zeros(0), z, z, np.zeros(n, bool), match="dimensions")
+    rejects(
+        lp.LinearModel,
+        z,
+        sp.csr_matrix((0, max(n + k, 0))),
+        np.zeros(0),
+        np.zeros(0),
+        z,
+        z,
+        np.zeros(n, bool),
+        match="dimensions",
+    )
     rejects(lp.LinearModel, z, sp.csr_matrix((0, n)), np.zeros(0), np.zeros(0), z, np.zeros(n + abs(k)), np.zeros(n, bool))
     rejects(
         lp.LinearModel, z, sp.csr_matrix((0, n)), np.zeros(0), np.zeros(0), z, z, np.zeros(n, bool), sense=sense, match="sense"

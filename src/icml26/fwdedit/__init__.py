@@ -2,8 +2,9 @@
 without the division of the residual), forward replay (FE), and causal tracing to find
 the layers that store a fact.
 
-The package holds :mod:`icml26.fwdedit.editing` (the editors, their shared closed form,
-the metrics and the Jacobian diagnostic) and :mod:`icml26.fwdedit.locate` (ROME's causal
+The package holds :mod:`icml26.fwdedit.editing` (the editors and their shared closed
+form), :mod:`icml26.fwdedit.evaluation` (the metrics, the Jacobian diagnostic and the
+tune-then-test protocol) and :mod:`icml26.fwdedit.locate` (ROME's causal
 tracing and the choice of edited layers from it); every public name is importable from
 ``icml26.fwdedit``.
 
@@ -19,7 +20,6 @@ https://github.com/jugechengzi/FE. Meng et al., "Mass-Editing Memory in a Transf
 # the private helpers (_apply ... _target_id) are re-exported for the tests
 from .editing import (  # noqa: F401
     METHODS,
-    SELECTIONS,
     EditConfig,
     EditResult,
     _apply,
@@ -34,16 +34,13 @@ from .editing import (  # noqa: F401
     anchor_efficacy,
     collect_keys,
     edit,
-    edit_metrics,
-    jacobian_cosine,
     key_covariance,
     layer_update,
     mlp_projections,
-    next_token_logprobs,
     optimise_anchor,
     optimise_anchors,
-    tune_and_test,
 )
+from .evaluation import SELECTIONS, edit_metrics, jacobian_cosine, next_token_logprobs, tune_and_test
 from .locate import TRACE_KINDS, causal_trace, critical_layers, edit_window
 
 __all__ = [

@@ -356,6 +356,11 @@ def plant_cut_ins(
     ValueError
         For ``rate`` outside [0, 1], ``frames`` that are not 1-D or leave fewer than
         ``steps`` steps, or ``ahead`` that is not an increasing pair.
+
+    References
+    ----------
+    Zhou et al., *SafeMVDrive / SMD*, ICML 2026, arXiv:2505.17727 (the claim this control
+    serves: generated scenarios raise the planner's collision rate over benign logs).
     """
     b = _check_batch(scenes)
     rate = check_real(rate, "rate", lo=0.0, hi=1.0)
@@ -433,6 +438,11 @@ def planted_rate(
     -------
     (float, int)
         The planted sample-level rate and the number of planted samples.
+
+    References
+    ----------
+    Zhou et al., *SafeMVDrive / SMD*, ICML 2026, arXiv:2505.17727 (the sample-level
+    collision rate of its planner comparison, measured here on the planted samples).
     """
     b = _check_batch(scenes)
     fr = np.asarray(eval_frames)
