@@ -71,7 +71,7 @@ def test_energy_and_forces_reject_bad_coordinates(x):
     rejects(moes.mmff_energy, M, x)
     rejects(moes.mmff_forces, M, x)
     rejects(moes.gasteiger_dipole, M, x)
-    rejects(moes.mmff_energy, "propanol", M.x0, match="moes.molecules.Molecule")
+    rejects(moes.mmff_energy, "propanol", M.x0, match="moes.Molecule")
 
 
 @covers("moes.noise.apply_torsions", "moes.noise.torsion_noise")
