@@ -195,12 +195,6 @@ VERDICTS_BY_KIND: dict[str, tuple[str, ...]] = {
     "own": ("holds", "fails"),
 }
 
-#: The two paper verdicts that decide nothing, and what each means.
-OPEN_VERDICTS: dict[str, str] = {
-    "undecided": "the setup can test the claim, and more replicates would decide it",
-    "untestable here": "a positive control failed, or the claim cannot differ in this reconstruction by construction",
-}
-
 VERDICT_RULE: str = (
     "A paper claim is *reproduced* when every core check supports it; *not reproduced* only when the evidence is "
     "against it (at least one core check contradicts, none supports, none is undecided); *partly reproduced* when "
