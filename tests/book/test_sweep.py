@@ -332,3 +332,57 @@ def test_pooling_refuses_nothing_but_names_mixed_cpus():
     # a record made before 0.5.0 reads in today's words
     old = [(s, {**r, "verdict": "inconclusive"}) for s, r in same]
     assert set(sw.aggregate(old)["counts"]) == {"undecided"}
+
+
+def test_a_second_kernel_family_is_checked_and_its_tasks_live_apart(toy):
+    import json
+    from dataclasses import asdict
+
+    with pytest.raises(ValueError, match=r"kernels='avx512' is not a kernel family; use one of 'avx2'"):
+        sw.check_kernels("avx512")
+    default, other = sw.task_dir(toy, "ci", 0, "01-toy"), sw.task_dir(toy, "ci", 0, "01-toy", kernels="avx2")
+    assert other != default and "kernels-avx2" in other.parts and "kernels-avx2" not in default.parts
+    ch = toy.select(["01"])[0]
+    key = toy.cache_key(ch, "ci", 0)
+    for d, kernels, verdict in ((default, "", "reproduced"), (other, "avx2", "undecided")):
+        (d / "results").mkdir(parents=True)
+        rec = sw.SweepRecord(chapter="01-toy", scale="ci", seed=0, params={}, key=key, status="ok", kernels=kernels)
+        (d / "run.json").write_text(json.dumps(asdict(rec)))
+        row = {"id": "one", "kind": "paper", "verdict": verdict, "outcomes": {}, "checks": {}}
+        (d / "results" / "main.json").write_text(json.dumps({"run_key": key, "claims": [row]}))
+    # the kernel rerun is never pooled with the default runs, and is read on its own
+    assert [r["verdict"] for _, r in sw.load_sweep_claims(toy, "ci")["01-toy"]["one"]] == ["reproduced"]
+    assert [r["verdict"] for _, r in sw.load_sweep_claims(toy, "ci", kernels="avx2")["01-toy"]["one"]] == ["undecided"]
+    assert sw.load_task(toy, "ci", 0, "01-toy", kernels="avx2").kernels == "avx2"
+    # a payload carries the family's environment for the kernel
+    payload = sw.make_payload(toy, ch, "ci", 0, {}, key, "avx2")
+    assert payload["env"]["ATEN_CPU_CAPABILITY"] == "avx2" and payload["kernels"] == "avx2"
+    assert sw.make_payload(toy, ch, "ci", 0, {}, key)["env"] == {}
+
+
+def test_a_run_and_the_sweeps_task_of_the_same_key_stand_in_for_each_other(toy):
+    import json
+    import shutil
+
+    ch = toy.select(["01"])[0]
+    toy.execute(ch, "ci", 0, progress=False)
+    p = sw.plan(toy, [ch], [0, 1], "ci")
+    assert [(r.seed, r.source, r.status) for r in p.cached] == [(0, "run", "cached")] and [t["seed"] for t in p.todo] == [1]
+    task = sw.task_dir(toy, "ci", 0, ch)
+    key = toy.cache_key(ch, "ci", 0)
+    assert json.loads((task / "results" / "main.json").read_text())["run_key"] == key and (task / "toy.ipynb").exists()
+    # and back: with the run gone, `run` takes the sweep's task instead of executing the chapter
+    shutil.rmtree(toy.executed_dir("ci", ch))
+    shutil.rmtree(toy.results_dir() / "ci" / ch.id)
+    rec = toy.execute(ch, "ci", 0, progress=False)
+    assert rec.status == "cached" and toy.is_cached(ch, "ci", 0)
+    assert json.loads((toy.executed_dir("ci", ch) / "run.json").read_text())["adopted_from"].endswith("seed-0/01-toy")
+    assert json.loads((toy.results_dir() / "ci" / ch.id / "main.json").read_text())["run_key"] == key
+    # another key (the chapter changed) adopts nothing either way
+    nb = toy.root / "book" / "01-toy" / "toy.md"
+    nb.write_text(nb.read_text() + "\n")
+    p = sw.plan(toy, [ch], [0], "ci")
+    assert p.cached == [] and [t["seed"] for t in p.todo] == [0]
+    assert toy.adopt_sweep_task(ch, "ci", 0, toy.cache_key(ch, "ci", 0)) is None
+    # a task under a second kernel family is never adopted as the run
+    assert sw.plan(toy, [ch], [0], "ci", kernels="avx2").cached == []

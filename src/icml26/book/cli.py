@@ -197,6 +197,13 @@ def make_parser() -> argparse.ArgumentParser:
         "--param", action="append", default=[], metavar="KEY=VALUE", help="any further notebook parameter (repeatable)"
     )
     w.add_argument("--force", action="store_true", help="execute even where the cache holds the task")
+    w.add_argument(
+        "--kernels",
+        default="",
+        metavar="FAMILY",
+        help="rerun under a second kernel family (avx2: ATen, MKL, oneDNN and OpenBLAS at AVX2) to measure how far "
+        "rounding moves each decision; stored apart under _build/sweep/<scale>/kernels-<family>/, never pooled",
+    )
     w.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     t = sub.add_parser("times", help="save the chapters' run times (data/timings/), which the status page compares with")
@@ -461,6 +468,9 @@ def _dispatch(args) -> int:
                 seeds = sw.parse_seeds(args.seeds)
             params = sw.parse_params(args.param)
             sw.check_params(book, chapters, params)
+            sw.check_kernels(args.kernels)
+            if args.kernels and args.until_decided:
+                raise ValueError("--kernels reruns given seeds to measure rounding; it does not combine with --until-decided")
             if args.scheduler is not None and not re.fullmatch(r"(tcp|tls|ucx|ws|wss|inproc)://[^\s/]+(:\d+)?/?", args.scheduler):
                 raise ValueError(f"--scheduler {args.scheduler!r} is not a scheduler address; use e.g. tcp://host:8786")
         except ValueError as exc:
@@ -494,6 +504,7 @@ def _dispatch(args) -> int:
                     n_workers=args.workers,
                     force=args.force,
                     progress=_live_bars(args),
+                    kernels=args.kernels,
                 )
         except KeyboardInterrupt:
             print(

@@ -312,6 +312,10 @@ class Book:
             assert prev is not None
             prev.status = "cached"
             return prev
+        if not force and not params:
+            adopted = self.adopt_sweep_task(chapter, scale, seed, key)
+            if adopted is not None:
+                return adopted
         last_failure = self.failure(scale, chapter)
         if not force and last_failure is not None and last_failure.key == key and last_failure.status == "failed":
             # the same sources, library, pins and parameters failed before: running them again would fail again
@@ -422,6 +426,62 @@ class Book:
                 res_root.parent.rmdir()  # results/.tmp, once no other run uses it
             except OSError:
                 pass
+        return record
+
+    def adopt_sweep_task(self, chapter: Chapter, scale: str, seed: int, key: str) -> RunRecord | None:
+        """Put a stored sweep task in place of this run when it is the same task; its record (``status="cached"``), else ``None``.
+
+        A sweep task of (chapter, scale, seed) with default parameters and kernels executed
+        the same notebooks with the same inputs as this run (``python -m icml26 sweep``):
+        when its key is this run's key and its notebooks and claim records are all there,
+        they are copied in as the chapter's run (the record keeps the task's wall time, CPU
+        and finishing time, and its ``run.json`` names the task folder as ``adopted_from``).
+        Anything else returns ``None`` and the chapter runs.
+        """
+        from .sweep import load_task, task_dir
+
+        rec = load_task(self, scale, seed, chapter)
+        if rec is None or rec.key != key or rec.status not in ("ok", "cached") or rec.params or rec.kernels:
+            return None
+        src = task_dir(self, scale, seed, chapter)
+        if (src / "failed.json").exists() or not all((src / f"{nb.stem}.ipynb").exists() for nb in chapter.notebooks):
+            return None
+        for f in sorted((src / "results").glob("*.json")):  # the task's claim records must carry its key
+            try:
+                if json.loads(f.read_text()).get("run_key") != key:
+                    return None
+            except (ValueError, AttributeError):
+                return None
+        token = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        out_dir = self.executed_dir(scale, chapter)
+        work = out_dir.parent / f".{chapter.id}.{token}.tmp"
+        res_new = self.results_dir() / ".tmp" / token / scale / chapter.id
+        try:
+            work.mkdir(parents=True)
+            for nb in chapter.notebooks:
+                shutil.copy2(src / f"{nb.stem}.ipynb", work / f"{nb.stem}.ipynb")
+            if (src / "results").is_dir():
+                shutil.copytree(src / "results", res_new)
+            record = RunRecord(
+                chapter=chapter.id,
+                scale=scale,
+                seed=seed,
+                status="ok",
+                wall_s=rec.wall_s,
+                key=key,
+                notebooks=[f"{nb.stem}.ipynb" for nb in chapter.notebooks],
+                finished=rec.finished,
+                cpu=rec.cpu,
+            )
+            (work / "run.json").write_text(
+                json.dumps({**asdict(record), "adopted_from": str(src.relative_to(self.root))}, indent=2)
+            )
+            self._commit(work, out_dir, res_new, self.results_dir() / scale / chapter.id)
+            (out_dir / "failed.json").unlink(missing_ok=True)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+            shutil.rmtree(self.results_dir() / ".tmp" / token, ignore_errors=True)
+        record.status = "cached"
         return record
 
     @staticmethod

@@ -300,6 +300,13 @@ def _scorecard(book: Book, scale: str, figure_dir: Path | None, anchors: dict[st
     records = load_records(book, scale)
     chapters = {c.id: c for c in book.chapters()}
     sweep_scale, over_seeds = seed_aggregates(book, scale)
+    from .fragile import claim_fragility, kernel_comparisons
+
+    comparisons = kernel_comparisons(book, scale)
+    fragile_pooled: list[str] = []
+    fragile_single: list[str] = []
+    seeds_by_chapter: dict[str, int] = {}
+    pooled_chapter: dict[str, dict[str, int]] = {}
     overall_counts: dict[str, int] = {}
     rows_by_kind: dict[str, list[str]] = {k: [] for k in KIND_TITLE}
     counts: dict[str, dict[str, int]] = {k: {} for k in KIND_TITLE}
@@ -323,28 +330,45 @@ def _scorecard(book: Book, scale: str, figure_dir: Path | None, anchors: dict[st
                 if kind not in KIND_TITLE:
                     raise BuildError(f"{cid}: claim {r.get('id')!r} has no valid kind ({kind!r}); rerun the chapter")
                 v = r["verdict"]
-                counts[kind][v] = counts[kind].get(v, 0) + 1
-                per_chapter[cid][kind][v] = per_chapter[cid][kind].get(v, 0) + 1
                 agg = over_seeds.get(cid, {}).get(r.get("id"))
+                frag1 = claim_fragility(comparisons, cid, r) if kind == "paper" else None
+                if frag1:  # a fragile single-seed verdict counts as undecided
+                    fragile_single.append(f"{cid[:2]} `{r.get('id')}`")
+                tallied = "undecided" if frag1 else v
+                counts[kind][tallied] = counts[kind].get(tallied, 0) + 1
+                per_chapter[cid][kind][tallied] = per_chapter[cid][kind].get(tallied, 0) + 1
                 if agg is not None and "error" in agg:
                     seeds_cell = f"`{sweep_scale}`: {agg['n']} seeds, not pooled ({agg['error']})"
                     agg = None
                 elif agg is not None:
                     from .sweep import describe
 
+                    fragp = claim_fragility(comparisons, cid, r, agg) if kind == "paper" else None
                     seeds_cell = (
-                        f"`{sweep_scale}`, pooled: {VERDICT_MARK.get(agg['overall'], agg['overall'])}"
+                        f"`{sweep_scale}`, pooled: "
+                        + (
+                            f"*fragile* (reads {agg['overall']}; {fragp})"
+                            if fragp
+                            else VERDICT_MARK.get(agg["overall"], agg["overall"])
+                        )
                         + (f" ({agg['why']})" if agg.get("why") else "")
                         + f"; {describe(agg)}"
                     )
                     if kind == "paper":
-                        overall_counts[agg["overall"]] = overall_counts.get(agg["overall"], 0) + 1
+                        pooled_word = "undecided" if fragp else agg["overall"]
+                        overall_counts[pooled_word] = overall_counts.get(pooled_word, 0) + 1
+                        pooled_chapter.setdefault(cid, {})[pooled_word] = pooled_chapter.get(cid, {}).get(pooled_word, 0) + 1
+                        if fragp:
+                            fragile_pooled.append(f"{cid[:2]} `{r.get('id')}`")
                         seeds_behind.update(agg["seeds"])
+                        seeds_by_chapter[cid] = max(seeds_by_chapter.get(cid, 0), agg["n"])
                 elif not (over_seeds.get(cid, {}).get(r.get("id")) or {}).get("error"):
                     seeds_cell = "single seed"
                 cost = _cost_text(decide_cost(book, scale, cid, r))
                 why = "; ".join(x for x in (r.get("why", ""), cost) if x)
                 verdict_cell = VERDICT_MARK.get(v, v) + (f" ({why})" if why else "")
+                if frag1:
+                    verdict_cell = f"*fragile* (reads {v}; {frag1})" + (f"; {why}" if why else "")
                 cells = [link if first[kind] else "", _cell(r["claim"]), _cell(r["paper"]), _cell(r["ours"]), _cell(verdict_cell)]
                 if kind == "paper":
                     cells += [_cell(x) for x in _evidence_cells(r, agg)]
@@ -359,9 +383,12 @@ def _scorecard(book: Book, scale: str, figure_dir: Path | None, anchors: dict[st
                         if target
                         else _doc_link(few, f"{cid}/{ch.notebooks[0].stem}")
                     )
-                    verdict = VERDICT_MARK.get(v, v)
+                    verdict = f"*fragile* ({v})" if frag1 else VERDICT_MARK.get(v, v)
                     if agg is not None:
-                        verdict += f"; over {agg['n']} seeds: {VERDICT_MARK.get(agg['overall'], agg['overall'])}"
+                        pw = agg["overall"]
+                        verdict += f"; over {agg['n']} seeds: " + (
+                            f"*fragile* ({pw})" if claim_fragility(comparisons, cid, r, agg) else VERDICT_MARK.get(pw, pw)
+                        )
                     compact.append(
                         "| "
                         + " | ".join(
@@ -388,6 +415,7 @@ def _scorecard(book: Book, scale: str, figure_dir: Path | None, anchors: dict[st
     single = (
         f"at `{scale}` scale, single seed (seed 0): "
         + ", ".join(f"**{counts['paper'].get(w, 0)} {w}**" for w in PAPER_WORDS)
+        + (f" (the undecided include {len(fragile_single)} fragile: {', '.join(fragile_single)})" if fragile_single else "")
         + "."
     )
     card = _Card(rows_by_kind=rows_by_kind, compact=compact, counts=counts)
@@ -399,23 +427,48 @@ def _scorecard(book: Book, scale: str, figure_dir: Path | None, anchors: dict[st
     if len(ran) == len(written) == len(papers):
         from_papers = f"from all {len(papers)} papers"
     if over_seeds:
+        from .fragile import FRAGILE_RULE
         from .sweep import AGGREGATE_RULE
 
         n_agg = sum(overall_counts.values())
+        ks = sorted(set(seeds_by_chapter.values()))
+        with_paper = sorted(cid for cid in per_chapter if sum(per_chapter[cid]["paper"].values()))
+        unpooled = [cid[:2] for cid in with_paper if cid not in seeds_by_chapter]
+        if len(ks) == 1:
+            k_text = f"pooled over {ks[0]} seeds at `{sweep_scale}`"
+        else:
+            k_text = (
+                f"pooled over {ks[0]}–{ks[-1]} seeds at `{sweep_scale}` ("
+                + ", ".join(f"{cid[:2]}: {k}" for cid, k in sorted(seeds_by_chapter.items()))
+                + ")"
+            )
+        k_text += (
+            f" for {'every' if not unpooled else len(seeds_by_chapter)} chapter{'s' * (len(seeds_by_chapter) != 1) if unpooled else ''}"
+            + (" with a paper claim" if not unpooled else f" (not pooled: {', '.join(unpooled)})")
+        )
         card.tally = (
-            f"**{n_paper} paper claim{'s' * (n_paper != 1)}** {from_papers}. "
-            f"Evidence pooled over {len(seeds_behind)} seeds (`python -m icml26 sweep` at `{sweep_scale}` scale) "
-            f"for {n_agg} of them: "
+            f"**{n_paper} paper claim{'s' * (n_paper != 1)}** {from_papers}, {k_text}"
+            + (f" ({n_agg} of the {n_paper} claims)" if n_agg != n_paper else "")
+            + ": "
             + ", ".join(f"**{overall_counts.get(w, 0)} {w}**" for w in PAPER_WORDS)
+            + (
+                f" (the undecided include {len(fragile_pooled)} fragile: {', '.join(fragile_pooled)})"
+                if fragile_pooled
+                else (" (none fragile)" if comparisons else " (fragility not measured: no second-kernel-family run)")
+            )
             + f". The seed-0 runs the chapters show read, {single}"
         )
-        card.rule = f"**How verdicts are decided.** {VERDICT_RULE} **Over seeds:** {AGGREGATE_RULE}"
+        card.rule = f"**How verdicts are decided.** {VERDICT_RULE} **Over seeds:** {AGGREGATE_RULE} **Fragile:** {FRAGILE_RULE}"
     else:
         card.tally = f"**{n_paper} paper claim{'s' * (n_paper != 1)}** {from_papers} {single}"
         card.rule = (
             f"**How verdicts are decided.** {VERDICT_RULE} No sweep over seeds has run yet, so every row is a "
             "single seed (`python -m icml26 sweep --until-decided` adds seeds until the claims are decided)."
         )
+        if comparisons:
+            from .fragile import FRAGILE_RULE
+
+            card.rule += f" **Fragile:** {FRAGILE_RULE}"
     if figure_dir is not None:
         card.data_links = [
             "The scorecard as data: {download}`claims.json <_generated/claims.json>` (every claim with its "
@@ -486,22 +539,27 @@ def _scorecard(book: Book, scale: str, figure_dir: Path | None, anchors: dict[st
             "",
         ]
     cov = [
-        "| Paper | Chapter | Paper claims: reproduced / partly / not / undecided / untestable here | Derived | Stand-in | Own | Run time |",
-        "|---|---|---|---|---|---|---|",
+        "| Paper | Chapter | Paper claims: reproduced / partly / not / undecided / untestable here (pooled where seeds were) "
+        "| Seeds pooled | Derived | Stand-in | Own | Run time |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for p in papers:
         cid = p["id"]
         title = _cell(p["title"])
         if cid not in chapters:
             paper = f"[{title}]({p['url']})" if p.get("url") else title
-            cov.append(f"| {paper} | *not yet written* | — | — | — | — | — |")
+            cov.append(f"| {paper} | *not yet written* | — | — | — | — | — | — |")
             continue
         ch = chapters[cid]
         pc = per_chapter[cid]
-        paper_counts = " / ".join(str(pc["paper"].get(w, 0)) for w in PAPER_WORDS)
+        shown = pooled_chapter.get(cid, pc["paper"])
+        paper_counts = " / ".join(str(shown.get(w, 0)) for w in PAPER_WORDS)
+        k = seeds_by_chapter.get(cid)
         others = [", ".join(f"{n} {w}" for w, n in pc[k].items()) or "—" for k in ("derived", "stand-in", "own")]
         cov.append(
             f"| {title} | {_doc_link(cid, f'{cid}/{ch.notebooks[0].stem}')} | {paper_counts} | "
+            + (f"{k} at `{sweep_scale}`" if k else "— (seed 0)")
+            + " | "
             + " | ".join(others)
             + f" | {_runtime(book, scale, cid)} |"
         )
@@ -577,12 +635,30 @@ def claims_detail_markdown(book: Book, scale: str = "full") -> str:
     return out
 
 
-def verdict_box(cid: str, payloads: list[dict], *, label: str | None = None) -> str:
+def verdict_box(
+    cid: str,
+    payloads: list[dict],
+    *,
+    label: str | None = None,
+    pooled: dict[str, dict] | None = None,
+    sweep_scale: str = "",
+    comparisons: dict[str, dict] | None = None,
+    history: dict[tuple[str, str], list[dict]] | None = None,
+) -> str:
     """The box that opens a chapter: each claim of this run with its kind, verdict and a one-line effect.
 
     Paper claims come first. The effect is the first noisy core check's with its interval,
-    else this run's figure. Empty when the chapter wrote no claims.
+    else this run's figure. Where a sweep pooled the chapter's seeds (``pooled``: claim id →
+    :func:`icml26.book.sweep.aggregate`), a column gives the pooled verdict; a verdict that
+    rounding alone can move (``comparisons``, :func:`icml26.book.fragile.kernel_comparisons`)
+    reads *fragile*; and under the table, one line per paper claim whose verdict changed
+    between released versions (``history``, :func:`icml26.book.history.load_history`).
+    Empty when the chapter wrote no claims.
     """
+    from .fragile import claim_fragility
+    from .history import history_line
+
+    pooled, comparisons, history = pooled or {}, comparisons or {}, history or {}
     rows = [r for p in payloads if not p.get("mismatch") for r in p.get("claims", [])]
     if not rows:
         return ""
@@ -596,23 +672,42 @@ def verdict_box(cid: str, payloads: list[dict], *, label: str | None = None) -> 
         ":class: scorecard-compact",
         ":widths: auto",
         "",
-        "| Claim | Kind | Verdict | Effect [90% interval], or our figure |",
-        "|---|---|---|---|",
+        "| Claim | Kind | Verdict | Effect [90% interval], or our figure |"
+        + (f" Pooled over seeds (`{sweep_scale}`) |" if pooled else ""),
+        "|---|---|---|---|" + ("---|" if pooled else ""),
     ]
+    changes = []
     for r in rows:
         effect = _one_effect(r) or _short(r.get("ours", ""), 60)
         v = r.get("verdict", "")
-        lines.append(
-            "| "
-            + " | ".join(
-                [_cell(_short(r.get("claim", ""), 80)), _cell(r.get("kind", "")), _cell(VERDICT_MARK.get(v, v)), _cell(effect)]
-            )
-            + " |"
-        )
+        paper = r.get("kind") == "paper"
+        frag = claim_fragility(comparisons, cid, r) if paper else None
+        shown = f"*fragile* (reads {v})" if frag else VERDICT_MARK.get(v, v)
+        cells = [_cell(_short(r.get("claim", ""), 80)), _cell(r.get("kind", "")), _cell(shown), _cell(effect)]
+        agg = pooled.get(str(r.get("id")))
+        agg = agg if agg is not None and "overall" in agg else None
+        if pooled:
+            if agg is None:
+                cells.append("—")
+            else:
+                pw = agg["overall"]
+                fragp = claim_fragility(comparisons, cid, r, agg) if paper else None
+                cells.append(
+                    _cell(
+                        (f"*fragile* ({pw})" if fragp else VERDICT_MARK.get(pw, pw))
+                        + f", {agg['n']} seeds: {_one_effect(r, agg, digits=2) or '—'}"
+                    )
+                )
+        lines.append("| " + " | ".join(cells) + " |")
+        past = history.get((cid[:2], str(r.get("id"))), []) if paper else []
+        line = history_line(past, (agg or {}).get("overall") or current_word(r), "this build") if past else ""
+        if line:
+            changes.append(f"- `{r.get('id')}`: {line}")
     where = f"{{ref}}`Claim check <{label}>`" if label else "*Claim check*"
+    lines += ["```", ""]
+    if changes:
+        lines += ["Verdicts that changed between released versions (CHANGELOG):", "", *changes, ""]
     lines += [
-        "```",
-        "",
         f"How each verdict was decided, and the paper's figures beside ours: {where}. Only *paper* claims are reproductions.",
         "````",
     ]
@@ -651,6 +746,9 @@ CLAIM_COLUMNS: tuple[str, ...] = (
     "to_test",
     "untestable",
     "decide_minutes",
+    "fragile",
+    "fragile_why",
+    "history",
     "scale",
     "seed",
     "run_key",
@@ -665,8 +763,13 @@ def claims_data(book: Book, scale: str = "full") -> list[dict]:
     over a sweep's seeds, where there is one, under ``pooled_*`` and ``pooled_checks``.
     Records that do not come from the rendered run are left out, as on the scorecard.
     """
+    from .fragile import claim_fragility, kernel_comparisons
+    from .history import history_line, load_history
+
     records = load_records(book, scale)
     _, over_seeds = seed_aggregates(book, scale)
+    comparisons = kernel_comparisons(book, scale)
+    history = load_history(book.root)
     out = []
     for cid in sorted(records):
         for payload in records[cid]:
@@ -687,6 +790,9 @@ def claims_data(book: Book, scale: str = "full") -> list[dict]:
                 pooled = (
                     (agg or {}).get("pooled", {}).get("checks", {}).get(first_name, {}).get("stats", {}) if first_name else {}
                 )
+                frag = claim_fragility(comparisons, cid, r, agg) if r.get("kind") == "paper" else None
+                past = history.get((cid[:2], str(r.get("id"))), [])
+                now = (agg or {}).get("overall") or current_word(r)
                 row = {
                     "chapter": cid,
                     "part": payload.get("part", "main"),
@@ -719,6 +825,10 @@ def claims_data(book: Book, scale: str = "full") -> list[dict]:
                     "to_test": r.get("to_test", ""),
                     "untestable": r.get("untestable", ""),
                     "decide_minutes": (decide_cost(book, scale, cid, r) or {}).get("minutes"),
+                    "fragile": None if frag is None else bool(frag),
+                    "fragile_why": frag or "",
+                    "history": history_line(past, now, "this build") if past else "",
+                    "history_versions": past,
                     "scale": payload.get("scale"),
                     "seed": payload.get("seed"),
                     "run_key": payload.get("run_key", ""),

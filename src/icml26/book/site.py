@@ -83,6 +83,44 @@ def _sweep_cpus(book: Book) -> dict[str, list[str]]:
     return out
 
 
+def rounding_markdown(book: Book, scale: str = "full") -> list[str]:
+    """The status page's *Rounding spread* section: how far each chapter's decisions move under a second kernel family."""
+    from .fragile import FRAGILE_RULE, kernel_comparisons
+    from .sweep import KERNEL_FAMILIES
+
+    comps = kernel_comparisons(book, scale)
+    lines = ["## Rounding spread", ""]
+    family = ", ".join(f"`{k}={v}`" for k, v in next(iter(KERNEL_FAMILIES.values())).items())
+    if not comps:
+        return lines + [
+            f"No chapter has been rerun under a second kernel family at `{scale}` "
+            f"(`python -m icml26 sweep --seeds 0 --scale {scale} --kernels avx2`, after the seed-0 sweep task), "
+            "so no verdict is marked *fragile* and none is known not to be.",
+            "",
+        ]
+    lines += [
+        f"Seed 0 of each chapter at `{scale}` rerun under a second kernel family ({family}) on the same machine: same "
+        "code, data, seed and settings, other arithmetic. The spread of a decision is how far its interval ends moved. "
+        + FRAGILE_RULE,
+        "",
+        "| Chapter | Decisions compared | Bit-identical | Largest shift of an interval end | Largest shift ÷ interval width (decision) | Verdicts that differ |",
+        "|---|---|---|---|---|---|",
+    ]
+    for cid, c in sorted(comps.items()):
+        flips = "; ".join(f"`{k}`: {a} → {b}" for k, (a, b) in sorted(c["flips"].items())) or "none"
+        rel = c["max_relative"]
+        rel_text = (
+            "0"
+            if rel == 0
+            else (f"{rel:.2g} ({_cell(c['worst'])})" if rel != float("inf") else "∞ (a zero-width interval moved)")
+        )
+        lines.append(f"| {cid} | {c['decisions']} | {c['identical']} | {c['max_shift']:.3g} | {rel_text} | {_cell(flips)} |")
+    missing = sorted(ch.id for ch in book.chapters() if ch.id not in comps)
+    if missing:
+        lines += ["", "Not rerun (fragility not measured): " + ", ".join(missing) + "."]
+    return lines + [""]
+
+
 def status_markdown(book: Book) -> str:
     """The book's version and commit, per-chapter wall time at each scale, package versions and the machine."""
     from .identity import describe
@@ -184,6 +222,7 @@ def status_markdown(book: Book) -> str:
             *stale_notes,
             "",
         ]
+    lines += rounding_markdown(book, "full")
     lines += ["## Packages", "", "| Package | Version |", "|---|---|"]
     req = book.root / "requirements.txt"
     names = []
@@ -545,6 +584,11 @@ def _stage(book: Book, scale: str, *, strict: bool) -> Staged:
     staged = Staged(site)
     problems = []
     sweep_scale, over_seeds = seed_aggregates(book, scale)
+    from .fragile import kernel_comparisons
+    from .history import load_history
+
+    comparisons = kernel_comparisons(book, scale)
+    history = load_history(book.root)
     records = load_records(book, scale)
     from .identity import describe as describe_identity
 
@@ -576,7 +620,15 @@ def _stage(book: Book, scale: str, *, strict: bool) -> Staged:
             if ch.id not in anchors and _label_heading(nb, "Claim check", claim_label(ch.id)):
                 anchors[ch.id] = claim_label(ch.id)
             if nb_path == ch.notebooks[0]:
-                box = verdict_box(ch.id, records.get(ch.id, []), label=anchors.get(ch.id))
+                box = verdict_box(
+                    ch.id,
+                    records.get(ch.id, []),
+                    label=anchors.get(ch.id),
+                    pooled=over_seeds.get(ch.id),
+                    sweep_scale=sweep_scale,
+                    comparisons=comparisons,
+                    history=history,
+                )
                 if box:
                     _after_claim(nb, box)
             _under_title(nb, rerun_box(ch, nb_path, params, scale))

@@ -43,6 +43,29 @@ from .runner import (
 
 SWEEP_DIR = "sweep"
 
+#: Second kernel families: environment variables that make torch (ATen's vectorised kernels,
+#: MKL, oneDNN) and numpy/scipy (OpenBLAS) pick other code paths for the same operations.
+#: They change the rounding of the arithmetic, never the experiment (same code, data,
+#: seeds and settings); a rerun under one measures how far rounding alone moves a decision.
+KERNEL_FAMILIES: dict[str, dict[str, str]] = {
+    "avx2": {
+        "ATEN_CPU_CAPABILITY": "avx2",
+        "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+        "ONEDNN_MAX_CPU_ISA": "AVX2",
+        "OPENBLAS_CORETYPE": "Haswell",
+    },
+}
+
+
+def check_kernels(kernels: str) -> str:
+    """``kernels`` if it names a second kernel family ("" for the default kernels), else a clear error."""
+    if kernels != "" and kernels not in KERNEL_FAMILIES:
+        raise ValueError(
+            f"kernels={kernels!r} is not a kernel family; use one of {', '.join(map(repr, KERNEL_FAMILIES))} "
+            "(or none for the machine's default kernels)"
+        )
+    return kernels
+
 
 def parse_seeds(text: str) -> list[int]:
     """Seeds from ``"0-4"``, ``"0,1,2"`` or a mix (``"0-2,7"``), sorted and unique.
@@ -113,6 +136,8 @@ class SweepRecord:
     finished: str = ""
     worker: str = ""
     cpu: str = ""  # the worker's CPU model and widest vector instructions ("": not recorded)
+    kernels: str = ""  # the kernel family it ran under ("": the machine's default; see KERNEL_FAMILIES)
+    source: str = ""  # "run": adopted from `python -m icml26 run`'s record of the same key and seed
 
     def describe_error(self) -> str:
         e = self.error or {}
@@ -128,19 +153,29 @@ def params_tag(params: dict | None) -> str:
     return "+" + hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:10]
 
 
-def task_dir(book: Book, scale: str, seed: int, chapter: Chapter | str, params: dict | None = None) -> Path:
+def sweep_base(book: Book, scale: str, kernels: str = "") -> Path:
+    """``_build/sweep/<scale>/``, or ``_build/sweep/<scale>/kernels-<family>/`` for a second kernel family."""
+    base = book.build_dir / SWEEP_DIR / scale
+    return base / f"kernels-{check_kernels(kernels)}" if kernels else base
+
+
+def task_dir(book: Book, scale: str, seed: int, chapter: Chapter | str, params: dict | None = None, kernels: str = "") -> Path:
     """Where a sweep task's outputs live: ``_build/sweep/<scale>/seed-<seed>/<chapter>[+<params hash>]/``.
 
     Tasks with other parameters than the chapter's defaults get a folder of their own,
-    so that they never overwrite, nor are pooled with, the default runs.
+    so that they never overwrite, nor are pooled with, the default runs; tasks run under a
+    second kernel family live under ``kernels-<family>/`` and are never pooled either (they
+    rerun the same seeds: they measure rounding, they are not more evidence).
     """
     cid = chapter.id if isinstance(chapter, Chapter) else chapter
-    return book.build_dir / SWEEP_DIR / scale / f"seed-{seed}" / (cid + params_tag(params))
+    return sweep_base(book, scale, kernels) / f"seed-{seed}" / (cid + params_tag(params))
 
 
-def load_task(book: Book, scale: str, seed: int, chapter: Chapter | str, params: dict | None = None) -> SweepRecord | None:
+def load_task(
+    book: Book, scale: str, seed: int, chapter: Chapter | str, params: dict | None = None, kernels: str = ""
+) -> SweepRecord | None:
     """The stored record of a sweep task, if any (an unreadable record counts as none)."""
-    f = task_dir(book, scale, seed, chapter, params) / "run.json"
+    f = task_dir(book, scale, seed, chapter, params, kernels) / "run.json"
     if not f.exists():
         return None
     try:
@@ -167,7 +202,7 @@ def check_params(book: Book, chapters: Sequence[Chapter], params: dict) -> None:
             )
 
 
-def make_payload(book: Book, chapter: Chapter, scale: str, seed: int, params: dict, key: str) -> dict:
+def make_payload(book: Book, chapter: Chapter, scale: str, seed: int, params: dict, key: str, kernels: str = "") -> dict:
     """Everything a worker needs to execute one chapter, as plain data."""
     data = {}
     ddir = book.data_dir / chapter.id
@@ -179,6 +214,8 @@ def make_payload(book: Book, chapter: Chapter, scale: str, seed: int, params: di
         "seed": seed,
         "params": dict(params),
         "key": key,
+        "kernels": check_kernels(kernels),
+        "env": dict(KERNEL_FAMILIES.get(kernels, {})),
         "notebooks": [(nb.name, nb.read_text(encoding="utf-8")) for nb in chapter.notebooks],
         "data": data,
         "library": {
@@ -275,7 +312,12 @@ def run_task(payload: dict) -> dict:
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_bytes(blob)
         results = root / "results"
-        env = {"ICML26_RESULTS_DIR": str(results), "ICML26_RUN_KEY": payload["key"], "ICML26_PROGRESS": "off"}
+        env = {
+            **payload.get("env", {}),  # a second kernel family's variables, if any
+            "ICML26_RESULTS_DIR": str(results),
+            "ICML26_RUN_KEY": payload["key"],
+            "ICML26_PROGRESS": "off",
+        }
         params = {"scale": payload["scale"], "seed": payload["seed"], **payload.get("params", {})}
         for name, text in payload["notebooks"]:
             (chdir / name).write_text(text, encoding="utf-8")
@@ -336,7 +378,9 @@ def store(book: Book, payload: dict, result: dict) -> SweepRecord:
                 f"{fingerprint(lib['files'])}; the result is not stored",
             },
         }
-    dest = task_dir(book, payload["scale"], payload["seed"], payload["chapter"], payload.get("params"))
+    dest = task_dir(
+        book, payload["scale"], payload["seed"], payload["chapter"], payload.get("params"), payload.get("kernels", "")
+    )
     tmp = dest.with_name(dest.name + ".tmp")
     if tmp.exists():
         import shutil
@@ -361,6 +405,8 @@ def store(book: Book, payload: dict, result: dict) -> SweepRecord:
         finished=time.strftime("%Y-%m-%d %H:%M:%S"),
         worker=result.get("worker", ""),
         cpu=result.get("cpu", ""),
+        kernels=payload.get("kernels", ""),
+        source=result.get("source", ""),
     )
     (tmp / "run.json").write_text(json.dumps(asdict(rec), indent=2))
     if rec.status == "failed" and dest.exists():
@@ -386,22 +432,86 @@ class Plan:
     cached: list[SweepRecord] = field(default_factory=list)
 
 
+def adopt_run(book: Book, chapter: Chapter, scale: str, seed: int, key: str) -> SweepRecord | None:
+    """Store the chapter's ``run`` record as this sweep task when it is the same task; else ``None``.
+
+    ``python -m icml26 run NN --scale S --seed K`` and a sweep task (NN, S, K) with default
+    parameters and kernels execute the same notebooks with the same parameters: when the
+    run's record has the task's cache key and its executed notebooks and claim records
+    carry that key, they are copied into the sweep folder (``source="run"``) instead of
+    executing the chapter again. Anything else (another key, a failed run, a missing or
+    foreign record) returns ``None`` and the task executes.
+    """
+    rec = book.record(scale, chapter)
+    out_dir = book.executed_dir(scale, chapter)
+    rdir = book.results_dir() / scale / chapter.id
+    if rec is None or rec.key != key or rec.seed != seed or rec.status not in ("ok", "cached") or rec.params:
+        return None
+    if (out_dir / "failed.json").exists() or not rdir.is_dir():
+        return None
+    notebooks = {}
+    for nb in chapter.notebooks:
+        f = out_dir / f"{nb.stem}.ipynb"
+        if not f.exists():
+            return None
+        notebooks[f.name] = f.read_text(encoding="utf-8")
+    records = {str(p.relative_to(rdir)): p.read_text() for p in sorted(rdir.rglob("*.json"))}
+    for rel, text in records.items():
+        if "/" in rel:  # bench records carry no run key
+            continue
+        try:
+            if json.loads(text).get("run_key") != key:
+                return None
+        except (ValueError, AttributeError):
+            return None
+    payload = {"chapter": chapter.id, "scale": scale, "seed": seed, "params": {}, "key": key, "kernels": ""}
+    result = {
+        "status": "ok",
+        "wall_s": rec.wall_s,
+        "error": None,
+        "notebooks": notebooks,
+        "records": records,
+        "worker": "run",
+        "cpu": rec.cpu,
+        "source": "run",
+    }
+    out = store(book, payload, result)
+    out.status = "cached"
+    return out
+
+
 def plan(
-    book: Book, chapters: Iterable[Chapter], seeds: Sequence[int], scale: str, params: dict | None = None, *, force: bool = False
+    book: Book,
+    chapters: Iterable[Chapter],
+    seeds: Sequence[int],
+    scale: str,
+    params: dict | None = None,
+    *,
+    force: bool = False,
+    kernels: str = "",
 ) -> Plan:
-    """Split chapters × seeds into cached tasks and tasks to execute."""
+    """Split chapters × seeds into cached tasks and tasks to execute.
+
+    A task the sweep folder lacks is adopted from the chapter's ``run`` record when that
+    is the same task (:func:`adopt_run`; default parameters and kernels only).
+    """
     check_scale(scale)
+    check_kernels(kernels)
     params = dict(params or {})
     out = Plan()
     for ch in chapters:
         for seed in seeds:
             key = book.cache_key(ch, scale, check_seed(seed), params)
-            prev = load_task(book, scale, seed, ch, params)
+            prev = load_task(book, scale, seed, ch, params, kernels)
             if not force and prev is not None and prev.key == key and prev.status in ("ok", "cached"):
                 prev.status = "cached"
                 out.cached.append(prev)
+                continue
+            adopted = None if (force or params or kernels) else adopt_run(book, ch, scale, seed, key)
+            if adopted is not None:
+                out.cached.append(adopted)
             else:
-                out.todo.append(make_payload(book, ch, scale, seed, params, key))
+                out.todo.append(make_payload(book, ch, scale, seed, params, key, kernels))
     return out
 
 
@@ -412,7 +522,7 @@ def expected_seconds(book: Book, payloads: Sequence[dict]) -> float | None:
         walls = [
             r.wall_s
             for r in (
-                load_task(book, p["scale"], p["seed"], p["chapter"], p.get("params")),
+                load_task(book, p["scale"], p["seed"], p["chapter"], p.get("params"), p.get("kernels", "")),
                 book.record(p["scale"], p["chapter"]),
             )
             if r is not None and r.status != "failed" and r.wall_s
@@ -436,6 +546,7 @@ def sweep(
     n_workers: int | None = None,
     force: bool = False,
     progress: bool = True,
+    kernels: str = "",
 ) -> list[SweepRecord]:
     """Run chapters × seeds on Dask; return one record per task (cached ones included).
 
@@ -460,6 +571,9 @@ def sweep(
         Execute even where the cache holds the task.
     progress : bool
         A progress bar over tasks (with the expected time from earlier runs).
+    kernels : str
+        A second kernel family (:data:`KERNEL_FAMILIES`) to run under; its tasks are stored
+        apart (:func:`task_dir`) and never pooled: they measure rounding spread.
 
     Returns
     -------
@@ -469,7 +583,7 @@ def sweep(
     from dask.distributed import Client, LocalCluster, as_completed
     from tqdm import tqdm
 
-    p = plan(book, chapters, seeds, scale, params, force=force)
+    p = plan(book, chapters, seeds, scale, params, force=force, kernels=kernels)
     records: list[SweepRecord] = list(p.cached)
     if p.todo:
         cluster = None
@@ -489,7 +603,7 @@ def sweep(
             client = Client(cluster)
         expected = expected_seconds(book, p.todo)
         nworkers = max(1, len(client.scheduler_info().get("workers", {})) or 1)
-        desc = f"sweep {scale}: {len(p.todo)} task(s)"
+        desc = f"sweep {scale}{' (kernels ' + kernels + ')' if kernels else ''}: {len(p.todo)} task(s)"
         if expected is not None:
             desc += f", about {expected / nworkers:.0f} s expected"
         futures = client.map(
@@ -527,7 +641,7 @@ def sweep(
             work = sweep_work_id(scale, [(r.chapter, r.seed) for r in done])
             write_timing(
                 book,
-                f"sweep-{scale}-{work}-w{nworkers}",
+                f"sweep-{scale}{'-kernels-' + kernels if kernels else ''}-{work}-w{nworkers}",
                 scale=scale,
                 tasks=len(done),
                 workers=nworkers,
@@ -835,8 +949,8 @@ def sweep_until_decided(
     return {**summary, "records": records}
 
 
-def _stored_tasks(book: Book, scale: str) -> Iterable[tuple[Path, SweepRecord]]:
-    base = book.build_dir / SWEEP_DIR / scale
+def _stored_tasks(book: Book, scale: str, kernels: str = "") -> Iterable[tuple[Path, SweepRecord]]:
+    base = sweep_base(book, scale, kernels)
     if not base.is_dir():
         return
     for seed_dir in sorted(base.glob("seed-*")):
@@ -867,7 +981,9 @@ def stale_sweep_tasks(book: Book, scale: str) -> list[SweepRecord]:
     return [rec for _, rec in _stored_tasks(book, scale) if rec.status != "failed" and not _is_current(book, chapters, rec)]
 
 
-def load_sweep_claims(book: Book, scale: str, params: dict | None = None) -> dict[str, dict[str, list[tuple[int, dict]]]]:
+def load_sweep_claims(
+    book: Book, scale: str, params: dict | None = None, kernels: str = ""
+) -> dict[str, dict[str, list[tuple[int, dict]]]]:
     """Claim rows of every stored, successful and current sweep task: chapter → claim id → [(seed, row)].
 
     Only tasks run with ``params`` (default: none, the chapters' own defaults) are
@@ -876,10 +992,11 @@ def load_sweep_claims(book: Book, scale: str, params: dict | None = None) -> dic
     A task is current when its run key equals the key its chapter has now (same notebook,
     library, data and pins); rows of stale tasks (:func:`stale_sweep_tasks`), of chapters
     no longer in the book, and of records that do not carry their task's run key are left out.
+    ``kernels`` reads the tasks of a second kernel family instead (never pooled with these).
     """
     chapters = {c.id: c for c in book.chapters()}
     out: dict[str, dict[str, list[tuple[int, dict]]]] = {}
-    for ch_dir, rec in _stored_tasks(book, scale):
+    for ch_dir, rec in _stored_tasks(book, scale, kernels):
         if rec.status == "failed" or not _is_current(book, chapters, rec) or (rec.params or {}) != (params or {}):
             continue
         for f in sorted((ch_dir / "results").glob("*.json")):

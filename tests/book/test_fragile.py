@@ -1,0 +1,92 @@
+"""Tests of icml26.book.fragile: a verdict that rounding alone can move reads fragile."""
+
+import pytest
+
+from icml26.book import fragile as fr
+
+
+def _dec(lo, hi, *, m=0.0, d=0.01, outcome=None):
+    from icml26.book.evidence import classify
+
+    outcome = outcome or classify(lo, hi, margin=m, smallest_effect=d)
+    return {
+        "outcome": outcome,
+        "stats": {"ci_low": lo, "ci_high": hi, "margin": m, "smallest_effect": d, "effect": (lo + hi) / 2},
+    }
+
+
+def _row(checks, *, control=None, guards=None, cid="c"):
+    from icml26.book.chapter import Decision, verdict
+
+    as_dec = {k: Decision(v["outcome"] == "supports", "", "", outcome=v["outcome"]) for k, v in checks.items()}
+    ctl = {k: Decision(v["outcome"] == "supports", "", "", outcome=v["outcome"]) for k, v in (control or {}).items()}
+    grd = {k: Decision(v["outcome"] == "supports", "", "", outcome=v["outcome"]) for k, v in (guards or {}).items()}
+    return {
+        "id": cid,
+        "kind": "paper",
+        "outcomes": {k: v["outcome"] for k, v in checks.items()},
+        "decisions": checks,
+        "control": control or {},
+        "guards": guards or {},
+        "verdict": verdict(as_dec, "paper", control=ctl, guards=grd),
+    }
+
+
+def test_an_interval_end_within_the_rounding_spread_of_its_line_is_fragile():
+    # 08 learnable-groupsum's shape: the upper end 0.00002 below the smallest effect 0.01
+    a = _row({"x": _dec(-0.0532, 0.00998)})
+    b = _row({"x": _dec(-0.0517, 0.0146)})  # the same seed under the second kernel family
+    assert a["verdict"] == "not reproduced" and b["verdict"] == "undecided"
+    comp = fr.compare_runs([a], [b])
+    assert comp["flips"] == {"c": ("not reproduced", "undecided")}
+    assert comp["max_shift"] == pytest.approx(0.00462) and comp["decisions"] == 1 and comp["identical"] == 0
+    why = fr.fragile_reason(a, comp["shifts"]["c"], flip=comp["flips"]["c"])
+    assert "seed 0 reads not reproduced with the default kernels and undecided" in why
+    # without the flip, the distance rule alone still marks it
+    why = fr.fragile_reason(a, comp["shifts"]["c"])
+    assert "upper end +0.00998 lies 2e-05 below its line 0.01, within the rounding spread 0.0046" in why
+
+
+def test_a_decision_far_from_its_line_or_a_run_that_did_not_move_is_not_fragile():
+    a = _row({"x": _dec(0.03, 0.06)})  # supports, 0.03 above the margin
+    assert fr.fragile_reason(a, {("checks", "x"): 0.001}) == ""
+    # bit-identical reruns: spread 0, nothing is fragile, even on the line's doorstep
+    b = _row({"x": _dec(1e-12, 0.06)})
+    assert fr.fragile_reason(b, {("checks", "x"): 0.0}) == ""
+    # not measured: None, never a silent "not fragile"
+    assert fr.fragile_reason(a, None) is None
+
+
+def test_near_line_decisions_that_cannot_move_the_verdict_do_not_make_it_fragile():
+    # the control contradicts far from its line, so the claim is untestable whatever the near-line check does
+    a = _row({"x": _dec(0.0001, 0.05)}, control={"ctl": _dec(-0.5, -0.4)})
+    assert a["verdict"] == "untestable here"
+    assert fr.fragile_reason(a, {("checks", "x"): 0.001, ("control", "ctl"): 0.001}) == ""
+    # but a control near its own line does
+    b = _row({"x": _dec(0.03, 0.05)}, control={"ctl": _dec(0.0002, 0.3)})
+    assert b["verdict"] == "reproduced"
+    assert "'ctl'" in fr.fragile_reason(b, {("checks", "x"): 0.001, ("control", "ctl"): 0.001})
+    # and a guard near its line can lower reproduced to partly: fragile
+    g = _row({"x": _dec(0.03, 0.05)}, guards={"g": _dec(-0.2, 0.0099)})
+    assert g["verdict"] == "partly reproduced"
+    assert "'g'" in fr.fragile_reason(g, {("checks", "x"): 0.0, ("guards", "g"): 0.001})
+
+
+def test_pooled_evidence_settles_a_seed_that_flipped():
+    a = _row({"x": _dec(-0.0532, 0.00998)})
+    shifts = {("checks", "x"): 0.0048}
+    pooled_far = {"kind": "paper", "verdict": "not reproduced", "checks": {"x": _dec(-0.03, -0.004)}, "guards": {}, "control": {}}
+    assert fr.fragile_reason(pooled_far, shifts, pooled=True, flip=("not reproduced", "undecided")) == ""
+    pooled_near = {"kind": "paper", "verdict": "not reproduced", "checks": {"x": _dec(-0.03, 0.008)}, "guards": {}, "control": {}}
+    assert "within the rounding spread" in fr.fragile_reason(pooled_near, shifts, pooled=True)
+    # claim_fragility picks the pooled judgement when a sweep pooled the claim
+    comps = {"08-x": fr.compare_runs([a], [_row({"x": _dec(-0.0517, 0.0146)})])}
+    assert fr.claim_fragility(comps, "08-x", a) != ""
+    assert fr.claim_fragility(comps, "08-x", a, {"pooled": {k: v for k, v in pooled_far.items() if k != "kind"}}) == ""
+    assert fr.claim_fragility(comps, "09-other", a) is None
+
+
+def test_compare_runs_names_claims_in_one_run_only():
+    a, b = _row({"x": _dec(0.03, 0.06)}, cid="p"), _row({"x": _dec(0.03, 0.06)}, cid="q")
+    comp = fr.compare_runs([a], [b])
+    assert comp["missing"] == ["p", "q"] and comp["decisions"] == 0 and comp["flips"] == {}
