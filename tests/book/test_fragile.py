@@ -90,3 +90,40 @@ def test_compare_runs_names_claims_in_one_run_only():
     a, b = _row({"x": _dec(0.03, 0.06)}, cid="p"), _row({"x": _dec(0.03, 0.06)}, cid="q")
     comp = fr.compare_runs([a], [b])
     assert comp["missing"] == ["p", "q"] and comp["decisions"] == 0 and comp["flips"] == {}
+
+
+def test_the_front_page_status_page_and_claims_data_mark_a_flipped_verdict_fragile(toy):
+    """A synthetic second-kernel-family record whose verdict differs from seed 0's: the claim reads fragile."""
+    import json
+    import shutil
+
+    from icml26.book import scorecard, site
+    from icml26.book import sweep as sw
+
+    ch = toy.select(["01"])[0]
+    toy.execute(ch, "ci", 0, progress=False)
+    assert "fragility not measured" not in site.scorecard_markdown(toy, "ci")  # no sweep: the old single-seed line
+    assert "No chapter has been rerun under a second kernel family" in site.status_markdown(toy)
+    sw.plan(toy, [ch], [0], "ci")  # the run becomes the sweep's seed-0 task
+    src, dest = sw.task_dir(toy, "ci", 0, ch), sw.task_dir(toy, "ci", 0, ch, kernels="avx2")
+    shutil.copytree(src, dest)
+    rec = json.loads((dest / "run.json").read_text())
+    (dest / "run.json").write_text(json.dumps({**rec, "kernels": "avx2", "source": ""}))
+    main = json.loads((dest / "results" / "main.json").read_text())
+    row = main["claims"][0]
+    assert row["verdict"] == "reproduced"
+    row.update(verdict="not reproduced", outcomes={"equal": "contradicts"}, checks={"equal": False})
+    (dest / "results" / "main.json").write_text(json.dumps(main))
+    card = site.scorecard_markdown(toy, "ci")
+    assert "(the undecided include 1 fragile: 01 `one`)" in card and "**0 reproduced**" in card
+    assert "| *fragile* (reproduced) |" in card
+    detail = scorecard.claims_detail_markdown(toy, "ci")
+    assert "*fragile* (reads reproduced; seed 0 reads reproduced with the default kernels and not reproduced" in detail
+    status = site.status_markdown(toy)
+    assert "## Rounding spread" in status and "| 01-toy | 0 | 0 | 0 | 0 | `one`: reproduced → not reproduced |" in status
+    (data,) = [r for r in scorecard.claims_data(toy, "ci") if r["id"] == "one"]
+    assert data["fragile"] is True and "not reproduced with the second kernel family" in data["fragile_why"]
+    # the same record under both families: measured, and not fragile
+    shutil.copy2(src / "results" / "main.json", dest / "results" / "main.json")
+    (data,) = [r for r in scorecard.claims_data(toy, "ci") if r["id"] == "one"]
+    assert data["fragile"] is False and data["fragile_why"] == ""

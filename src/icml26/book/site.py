@@ -83,42 +83,48 @@ def _sweep_cpus(book: Book) -> dict[str, list[str]]:
     return out
 
 
-def rounding_markdown(book: Book, scale: str = "full") -> list[str]:
+def rounding_markdown(book: Book) -> list[str]:
     """The status page's *Rounding spread* section: how far each chapter's decisions move under a second kernel family."""
     from .fragile import FRAGILE_RULE, kernel_comparisons
     from .sweep import KERNEL_FAMILIES
 
-    comps = kernel_comparisons(book, scale)
     lines = ["## Rounding spread", ""]
     family = ", ".join(f"`{k}={v}`" for k, v in next(iter(KERNEL_FAMILIES.values())).items())
-    if not comps:
+    by_scale = {s: kernel_comparisons(book, s) for s in SCALES}
+    if not any(by_scale.values()):
         return lines + [
-            f"No chapter has been rerun under a second kernel family at `{scale}` "
-            f"(`python -m icml26 sweep --seeds 0 --scale {scale} --kernels avx2`, after the seed-0 sweep task), "
+            "No chapter has been rerun under a second kernel family "
+            "(`python -m icml26 sweep --seeds 0 --scale full --kernels avx2`, after the seed-0 sweep task), "
             "so no verdict is marked *fragile* and none is known not to be.",
             "",
         ]
     lines += [
-        f"Seed 0 of each chapter at `{scale}` rerun under a second kernel family ({family}) on the same machine: same "
-        "code, data, seed and settings, other arithmetic. The spread of a decision is how far its interval ends moved. "
-        + FRAGILE_RULE,
+        f"Seed 0 of each chapter rerun under a second kernel family ({family}) on the same machine: same code, data, "
+        "seed and settings, other arithmetic. The spread of a decision is how far its interval ends moved. " + FRAGILE_RULE,
         "",
-        "| Chapter | Decisions compared | Bit-identical | Largest shift of an interval end | Largest shift ÷ interval width (decision) | Verdicts that differ |",
-        "|---|---|---|---|---|---|",
     ]
-    for cid, c in sorted(comps.items()):
-        flips = "; ".join(f"`{k}`: {a} → {b}" for k, (a, b) in sorted(c["flips"].items())) or "none"
-        rel = c["max_relative"]
-        rel_text = (
-            "0"
-            if rel == 0
-            else (f"{rel:.2g} ({_cell(c['worst'])})" if rel != float("inf") else "∞ (a zero-width interval moved)")
-        )
-        lines.append(f"| {cid} | {c['decisions']} | {c['identical']} | {c['max_shift']:.3g} | {rel_text} | {_cell(flips)} |")
-    missing = sorted(ch.id for ch in book.chapters() if ch.id not in comps)
-    if missing:
-        lines += ["", "Not rerun (fragility not measured): " + ", ".join(missing) + "."]
-    return lines + [""]
+    for scale, comps in by_scale.items():
+        if not comps:
+            continue
+        lines += [
+            f"| Chapter (`{scale}`) | Decisions compared | Bit-identical | Largest shift of an interval end "
+            "| Largest shift ÷ interval width (decision) | Verdicts that differ |",
+            "|---|---|---|---|---|---|",
+        ]
+        for cid, c in sorted(comps.items()):
+            flips = "; ".join(f"`{k}`: {a} → {b}" for k, (a, b) in sorted(c["flips"].items())) or "none"
+            rel = c["max_relative"]
+            rel_text = (
+                "0"
+                if rel == 0
+                else (f"{rel:.2g} ({_cell(c['worst'])})" if rel != float("inf") else "∞ (a zero-width interval moved)")
+            )
+            lines.append(f"| {cid} | {c['decisions']} | {c['identical']} | {c['max_shift']:.3g} | {rel_text} | {_cell(flips)} |")
+        missing = sorted(ch.id for ch in book.chapters() if ch.id not in comps)
+        if missing:
+            lines += ["", f"Not rerun at `{scale}` (fragility not measured): " + ", ".join(missing) + "."]
+        lines.append("")
+    return lines
 
 
 def status_markdown(book: Book) -> str:
@@ -222,7 +228,7 @@ def status_markdown(book: Book) -> str:
             *stale_notes,
             "",
         ]
-    lines += rounding_markdown(book, "full")
+    lines += rounding_markdown(book)
     lines += ["## Packages", "", "| Package | Version |", "|---|---|"]
     req = book.root / "requirements.txt"
     names = []
