@@ -4,6 +4,8 @@
 #   make test        install, lint (ruff check, ruff format --check), run the unit tests and every chapter under nbval
 #   make lint        ruff check and ruff format --check over src/ and tests/
 #   make check-site  build the book, then open every page in headless Chromium (needs the system's chromium)
+#   make sweep       every chapter at full over SEEDS (0-2) on a LocalCluster (or SCHEDULER=tcp://host:8786), then
+#                    seed 0 under a second kernel family; `make build` then shows the pooled, fragility-marked verdicts
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -18,7 +20,10 @@ export OPENBLAS_NUM_THREADS ?= 1
 export PIP_DISABLE_PIP_VERSION_CHECK = 1
 export PYDEVD_DISABLE_FILE_VALIDATION = 1
 
-.PHONY: book run build test lint install check-site clean
+SEEDS  ?= 0-2
+SCHEDULER ?=
+
+.PHONY: book run build test lint install check-site clean sweep
 
 $(VENV)/.installed: requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +44,12 @@ check-site: build
 	$(PY) -m icml26 check-site
 
 book: run build
+
+# The pooled `full` book: seeds 0-2 of every chapter (a seed-0 `run` of the same key is reused, not re-executed),
+# then seed 0 again under torch/MKL/oneDNN/OpenBLAS at AVX2, which measures how far rounding moves each decision.
+sweep: $(VENV)/.installed
+	$(PY) -m icml26 sweep --seeds $(SEEDS) --scale full --no-progress $(if $(SCHEDULER),--scheduler $(SCHEDULER))
+	$(PY) -m icml26 sweep --seeds 0 --scale full --kernels avx2 --no-progress $(if $(SCHEDULER),--scheduler $(SCHEDULER))
 
 lint: $(VENV)/.installed
 	$(PY) -m ruff check --no-cache src tests
