@@ -211,3 +211,29 @@ def test_real_changelog():
                 if e["version"] == version:
                     counts[e["verdict"]] = counts.get(e["verdict"], 0) + 1
         assert counts == tally, version
+
+
+def test_the_verdict_box_and_history_lines_name_changed_verdicts_only():
+    from icml26.book import scorecard
+
+    rows = [
+        {"id": "moved", "kind": "paper", "claim": "a", "verdict": "not reproduced", "outcomes": {}, "checks": {}},
+        {"id": "steady", "kind": "paper", "claim": "b", "verdict": "reproduced", "outcomes": {}, "checks": {}},
+        {"id": "own", "kind": "own", "claim": "c", "verdict": "holds", "outcomes": {}, "checks": {}},
+    ]
+    hist = {
+        ("08", "moved"): [
+            {"version": "0.4.0", "verdict": "not reproduced", "scale": "full", "note": "", "stated": True},
+            {"version": "0.4.1", "verdict": "inconclusive", "scale": "full", "note": "other CPU", "stated": True},
+            {"version": "0.5.0", "verdict": "not reproduced", "scale": "full", "note": "", "stated": True},
+        ],
+        ("08", "steady"): [{"version": "0.5.0", "verdict": "reproduced", "scale": "full", "note": "", "stated": True}],
+    }
+    lines = scorecard.history_lines("08-clgn", rows, history=hist)
+    assert lines == ["- `moved`: not reproduced in 0.4.0 → inconclusive in 0.4.1 (other CPU) → not reproduced in 0.5.0"]
+    box = scorecard.verdict_box("08-clgn", [{"claims": rows}], history=hist)
+    assert "Verdicts that changed between released versions" in box and lines[0] in box and "`steady`" not in box
+    # a pooled verdict that differs from the last release is named as this build's
+    pooled = {"moved": {"overall": "undecided", "n": 3}}
+    (line,) = scorecard.history_lines("08-clgn", rows, pooled=pooled, history=hist)
+    assert line.endswith("→ not reproduced in 0.5.0 → undecided in this build")

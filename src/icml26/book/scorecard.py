@@ -635,6 +635,28 @@ def claims_detail_markdown(book: Book, scale: str = "full") -> str:
     return out
 
 
+def history_lines(
+    cid: str, rows: list[dict], *, pooled: dict[str, dict] | None = None, history: dict[tuple[str, str], list[dict]] | None = None
+) -> list[str]:
+    """One markdown bullet per paper claim whose verdict changed between released versions (or differs in this build).
+
+    ``rows`` are the chapter's claim records, ``pooled`` its pooled claims (claim id →
+    :func:`icml26.book.sweep.aggregate`), ``history`` :func:`icml26.book.history.load_history`'s.
+    """
+    from .history import history_line
+
+    out = []
+    for r in rows:
+        if r.get("kind") != "paper":
+            continue
+        past = (history or {}).get((cid[:2], str(r.get("id"))), [])
+        agg = (pooled or {}).get(str(r.get("id"))) or {}
+        line = history_line(past, agg.get("overall") or current_word(r), "this build") if past else ""
+        if line:
+            out.append(f"- `{r.get('id')}`: {line}")
+    return out
+
+
 def verdict_box(
     cid: str,
     payloads: list[dict],
@@ -656,7 +678,6 @@ def verdict_box(
     Empty when the chapter wrote no claims.
     """
     from .fragile import claim_fragility
-    from .history import history_line
 
     pooled, comparisons, history = pooled or {}, comparisons or {}, history or {}
     rows = [r for p in payloads if not p.get("mismatch") for r in p.get("claims", [])]
@@ -676,7 +697,6 @@ def verdict_box(
         + (f" Pooled over seeds (`{sweep_scale}`) |" if pooled else ""),
         "|---|---|---|---|" + ("---|" if pooled else ""),
     ]
-    changes = []
     for r in rows:
         effect = _one_effect(r) or _short(r.get("ours", ""), 60)
         v = r.get("verdict", "")
@@ -699,10 +719,7 @@ def verdict_box(
                     )
                 )
         lines.append("| " + " | ".join(cells) + " |")
-        past = history.get((cid[:2], str(r.get("id"))), []) if paper else []
-        line = history_line(past, (agg or {}).get("overall") or current_word(r), "this build") if past else ""
-        if line:
-            changes.append(f"- `{r.get('id')}`: {line}")
+    changes = history_lines(cid, rows, pooled=pooled, history=history)
     where = f"{{ref}}`Claim check <{label}>`" if label else "*Claim check*"
     lines += ["```", ""]
     if changes:

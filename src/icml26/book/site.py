@@ -60,6 +60,7 @@ from .scorecard import (  # noqa: F401  (the scorecard lives in its own module; 
     claims_detail_markdown,
     current_word,
     decide_cost,
+    history_lines,
     load_claims,
     load_records,
     remit,
@@ -439,6 +440,19 @@ def _after_claim(nb, block: str) -> None:
     _under_title(nb, block)
 
 
+def _under_heading(nb, heading: str, block: str) -> bool:
+    """Put a MyST block right under the first ``## heading`` of the notebook; whether there was one."""
+    pattern = re.compile(rf"^## {re.escape(heading)}\s*$", re.M)
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            m = pattern.search(cell.source)
+            if m:
+                rest = cell.source[m.end() :].lstrip("\n")
+                cell.source = cell.source[: m.end()] + "\n\n" + block + ("\n\n" + rest if rest else "\n")
+                return True
+    return False
+
+
 def _label_heading(nb, heading: str, label: str) -> bool:
     """Put the MyST label ``(label)=`` on the first ``## heading`` of the notebook; whether there was one."""
     pattern = re.compile(rf"^## {re.escape(heading)}\s*$", re.M)
@@ -637,6 +651,16 @@ def _stage(book: Book, scale: str, *, strict: bool) -> Staged:
                 )
                 if box:
                     _after_claim(nb, box)
+                rows = [r for pl in records.get(ch.id, []) if not pl.get("mismatch") for r in pl.get("claims", [])]
+                changed = history_lines(ch.id, rows, pooled=over_seeds.get(ch.id), history=history)
+                if changed:
+                    _under_heading(
+                        nb,
+                        "Claim check",
+                        "```{note}\nVerdicts that changed between released versions (from the CHANGELOG's claim tables):\n\n"
+                        + "\n".join(changed)
+                        + "\n```",
+                    )
             _under_title(nb, rerun_box(ch, nb_path, params, scale))
             if found:
                 items = "\n".join("- `` " + p.replace("`", "'") + " ``" for p in found)
