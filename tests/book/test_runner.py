@@ -404,3 +404,25 @@ assert os.environ["MKL_NUM_THREADS"] == "3"
     monkeypatch.setenv("MKL_NUM_THREADS", "3")  # a reader's own setting is kept
     (rec,) = toy.run(toy.chapters(), "ci", 0, progress=False)
     assert rec.status == "ok", rec.describe_error()
+
+
+def test_a_kernel_never_inherits_a_dask_workers_malloc_trim_threshold(monkeypatch):
+    """Dask's nanny sets MALLOC_TRIM_THRESHOLD_=65536 in its workers; a chapter's kernel must not inherit it."""
+    import asyncio
+
+    from jupyter_client.manager import AsyncKernelManager
+
+    from icml26.book import runner
+
+    seen = {}
+
+    async def fake_start(self, **kw):
+        seen.update(kw["env"])
+
+    monkeypatch.setattr(AsyncKernelManager, "start_kernel", fake_start)
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "65536")
+    monkeypatch.setenv("ICML26_SOMETHING_ELSE", "kept")
+    cls = runner.kernel_manager_with_env({"ICML26_RUN_KEY": "k"})
+    asyncio.run(cls().start_kernel())
+    assert "MALLOC_TRIM_THRESHOLD_" not in seen and seen["ICML26_SOMETHING_ELSE"] == "kept" and seen["ICML26_RUN_KEY"] == "k"
+    assert runner.KERNEL_ENV_DROPPED == ("MALLOC_TRIM_THRESHOLD_",)

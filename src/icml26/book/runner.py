@@ -472,6 +472,7 @@ class Book:
                 notebooks=[f"{nb.stem}.ipynb" for nb in chapter.notebooks],
                 finished=rec.finished,
                 cpu=rec.cpu,
+                cpu_s=getattr(rec, "cpu_s", 0.0),
             )
             (work / "run.json").write_text(
                 json.dumps({**asdict(record), "adopted_from": str(src.relative_to(self.root))}, indent=2)
@@ -1037,6 +1038,15 @@ side by side (``--jobs``, sweeps), so a second BLAS thread per kernel would only
 (and inflate the CPU time recorded). A value already in the environment is kept."""
 
 
+#: Variables a kernel never inherits. A Dask nanny starts its workers with
+#: ``MALLOC_TRIM_THRESHOLD_=65536`` (``distributed.nanny.pre-spawn-environ``), which makes glibc
+#: hand freed memory back to the system at every large free; a chapter's kernel started from
+#: a sweep worker inherited it and trained its torch models about twice as slowly (a
+#: 300-step MLP: 0.96 → 1.83 CPU s; chapter 08 at `full`: 1,446 s in a sweep task against
+#: 457 s from `run`). Memory settings change no arithmetic, only speed.
+KERNEL_ENV_DROPPED: tuple[str, ...] = ("MALLOC_TRIM_THRESHOLD_",)
+
+
 def kernel_manager_with_env(extra_env: dict[str, str], registry: KernelRegistry | None = None, cpu: list[float] | None = None):
     """A kernel-manager class whose kernels start with ``extra_env`` added to the environment
     (and :data:`ONE_THREAD_ENV` where the environment does not set those variables).
@@ -1056,6 +1066,8 @@ def kernel_manager_with_env(extra_env: dict[str, str], registry: KernelRegistry 
             env = dict(kw.pop("env", None) or os.environ)
             for k, v in ONE_THREAD_ENV.items():
                 env.setdefault(k, v)
+            for k in KERNEL_ENV_DROPPED:  # a Dask worker's memory settings would slow the chapter down
+                env.pop(k, None)
             env.update(extra)
             # local IPC sockets: nothing listens on TCP, and the kernel does not warn that it does
             # (each kernel its own socket path; the default "kernel-ipc" in the current

@@ -137,6 +137,7 @@ class SweepRecord:
     worker: str = ""
     cpu: str = ""  # the worker's CPU model and widest vector instructions ("": not recorded)
     kernels: str = ""  # the kernel family it ran under ("": the machine's default; see KERNEL_FAMILIES)
+    cpu_s: float = 0.0  # CPU seconds of the task's kernels (0: not recorded)
     source: str = ""  # "run": adopted from `python -m icml26 run`'s record of the same key and seed
 
     def describe_error(self) -> str:
@@ -319,6 +320,7 @@ def run_task(payload: dict) -> dict:
             "ICML26_PROGRESS": "off",
         }
         params = {"scale": payload["scale"], "seed": payload["seed"], **payload.get("params", {})}
+        kernel_cpu: list[float] = []
         for name, text in payload["notebooks"]:
             (chdir / name).write_text(text, encoding="utf-8")
             source = jupytext.reads(text, fmt="md:myst")
@@ -332,7 +334,7 @@ def run_task(payload: dict) -> dict:
                     kernel_name="python3",
                     progress_bar=False,
                     log_output=False,
-                    kernel_manager_class=kernel_manager_with_env(env),
+                    kernel_manager_class=kernel_manager_with_env(env, cpu=kernel_cpu),
                 )
             except PapermillExecutionError as exc:
                 out["status"] = "failed"
@@ -353,6 +355,7 @@ def run_task(payload: dict) -> dict:
         if rdir.is_dir():
             out["records"] = {str(p.relative_to(rdir)): p.read_text() for p in sorted(rdir.rglob("*.json"))}
     out["wall_s"] = round(time.perf_counter() - t0, 2)
+    out["cpu_s"] = round(sum(kernel_cpu), 2)
     return out
 
 
@@ -406,6 +409,7 @@ def store(book: Book, payload: dict, result: dict) -> SweepRecord:
         worker=result.get("worker", ""),
         cpu=result.get("cpu", ""),
         kernels=payload.get("kernels", ""),
+        cpu_s=float(result.get("cpu_s") or 0.0),
         source=result.get("source", ""),
     )
     (tmp / "run.json").write_text(json.dumps(asdict(rec), indent=2))
@@ -473,6 +477,7 @@ def adopt_run(book: Book, chapter: Chapter, scale: str, seed: int, key: str) -> 
         "records": records,
         "worker": "run",
         "cpu": rec.cpu,
+        "cpu_s": rec.cpu_s,
         "source": "run",
     }
     out = store(book, payload, result)
