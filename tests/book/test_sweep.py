@@ -152,11 +152,12 @@ def test_real_chapter_two_seeds_aggregated_on_the_scorecard(tmp_path):
     agg = sw.aggregate([(s, rows[s]["gap-headline"]) for s in (0, 1)])
     assert agg["mean"] == pytest.approx(means.mean()) and agg["sd"] == pytest.approx(means.std(ddof=1))
     assert sum(agg["counts"].values()) == 2
-    assert book.execute(book.chapters()[0], "ci", 0, progress=False).status == "ok"  # the rendered, seed-0 run
+    # the rendered, seed-0 run: the sweep's seed-0 task of the same key is taken, not executed again
+    assert book.execute(book.chapters()[0], "ci", 0, progress=False).status == "cached"
     card = site.claims_detail_markdown(book, "ci")
     assert "`ci`, pooled: " in card and sw.describe(agg) in card and "| single seed |" not in card
     front = site.scorecard_markdown(book, "ci")  # the front page: the pooled verdict beside the seed-0 one
-    assert "Evidence pooled over 2 seeds" in front and "; over 2 seeds: " in front
+    assert "pooled over 2 seeds at `ci` for every chapter with a paper claim: " in front and "; over 2 seeds: " in front
     # the pooled evidence of each noisy core check holds every replicate of both seeds once
     for name, dec in rows[0]["gap-headline"]["decisions"].items():
         if dec["stats"].get("diffs") is not None:

@@ -438,12 +438,23 @@ class Book:
         and finishing time, and its ``run.json`` names the task folder as ``adopted_from``).
         Anything else returns ``None`` and the chapter runs.
         """
-        from .sweep import load_task, task_dir
-
-        rec = load_task(self, scale, seed, chapter)
-        if rec is None or rec.key != key or rec.status not in ("ok", "cached") or rec.params or rec.kernels:
+        # the sweep's folder layout (icml26.book.sweep.task_dir, default parameters and kernels),
+        # read here without importing the sweep module, which imports this one
+        src = self.build_dir / SWEEP_DIR / scale / f"seed-{seed}" / chapter.id
+        try:
+            rec = json.loads((src / "run.json").read_text())
+        except (OSError, ValueError):
             return None
-        src = task_dir(self, scale, seed, chapter)
+        if not isinstance(rec, dict):
+            return None
+        if (
+            rec.get("key") != key
+            or rec.get("seed") != seed
+            or rec.get("status") not in ("ok", "cached")
+            or rec.get("params")
+            or rec.get("kernels")
+        ):
+            return None
         if (src / "failed.json").exists() or not all((src / f"{nb.stem}.ipynb").exists() for nb in chapter.notebooks):
             return None
         for f in sorted((src / "results").glob("*.json")):  # the task's claim records must carry its key
@@ -467,12 +478,12 @@ class Book:
                 scale=scale,
                 seed=seed,
                 status="ok",
-                wall_s=rec.wall_s,
+                wall_s=float(rec.get("wall_s") or 0.0),
                 key=key,
                 notebooks=[f"{nb.stem}.ipynb" for nb in chapter.notebooks],
-                finished=rec.finished,
-                cpu=rec.cpu,
-                cpu_s=getattr(rec, "cpu_s", 0.0),
+                finished=str(rec.get("finished", "")),
+                cpu=str(rec.get("cpu", "")),
+                cpu_s=float(rec.get("cpu_s") or 0.0),
             )
             (work / "run.json").write_text(
                 json.dumps({**asdict(record), "adopted_from": str(src.relative_to(self.root))}, indent=2)
@@ -1037,6 +1048,9 @@ ONE_THREAD_ENV: dict[str, str] = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"
 side by side (``--jobs``, sweeps), so a second BLAS thread per kernel would only oversubscribe the cores
 (and inflate the CPU time recorded). A value already in the environment is kept."""
 
+
+#: The folder under ``_build/`` where ``python -m icml26 sweep`` stores its tasks (:mod:`icml26.book.sweep`).
+SWEEP_DIR = "sweep"
 
 #: Variables a kernel never inherits. A Dask nanny starts its workers with
 #: ``MALLOC_TRIM_THRESHOLD_=65536`` (``distributed.nanny.pre-spawn-environ``), which makes glibc

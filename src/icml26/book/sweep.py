@@ -31,6 +31,7 @@ from .chapter import check_scale, check_seed, current_word
 from .identity import cpu_description
 from .runner import (
     ONE_THREAD_ENV,
+    SWEEP_DIR,
     Book,
     Chapter,
     _source_cell_number,
@@ -40,8 +41,6 @@ from .runner import (
     library_files,
     pinned_versions,
 )
-
-SWEEP_DIR = "sweep"
 
 #: Second kernel families: environment variables that make torch (ATen's vectorised kernels,
 #: MKL, oneDNN) and numpy/scipy (OpenBLAS) pick other code paths for the same operations.
