@@ -428,6 +428,35 @@ class Book:
                 pass
         return record
 
+    def sweep_task_for(self, chapter: Chapter, scale: str, seed: int, key: str) -> tuple[Path, dict] | tuple[None, None]:
+        """The stored sweep task that is this run (its folder and record), else ``(None, None)``; see :meth:`adopt_sweep_task`."""
+        # the sweep's folder layout (icml26.book.sweep.task_dir, default parameters and kernels),
+        # read here without importing the sweep module, which imports this one
+        src = self.build_dir / SWEEP_DIR / scale / f"seed-{seed}" / chapter.id
+        try:
+            rec = json.loads((src / "run.json").read_text())
+        except (OSError, ValueError):
+            return None, None
+        if not isinstance(rec, dict):
+            return None, None
+        if (
+            rec.get("key") != key
+            or rec.get("seed") != seed
+            or rec.get("status") not in ("ok", "cached")
+            or rec.get("params")
+            or rec.get("kernels")
+        ):
+            return None, None
+        if (src / "failed.json").exists() or not all((src / f"{nb.stem}.ipynb").exists() for nb in chapter.notebooks):
+            return None, None
+        for f in sorted((src / "results").glob("*.json")):  # the task's claim records must carry its key
+            try:
+                if json.loads(f.read_text()).get("run_key") != key:
+                    return None, None
+            except (ValueError, AttributeError):
+                return None, None
+        return src, rec
+
     def adopt_sweep_task(self, chapter: Chapter, scale: str, seed: int, key: str) -> RunRecord | None:
         """Put a stored sweep task in place of this run when it is the same task; its record (``status="cached"``), else ``None``.
 
@@ -438,31 +467,9 @@ class Book:
         and finishing time, and its ``run.json`` names the task folder as ``adopted_from``).
         Anything else returns ``None`` and the chapter runs.
         """
-        # the sweep's folder layout (icml26.book.sweep.task_dir, default parameters and kernels),
-        # read here without importing the sweep module, which imports this one
-        src = self.build_dir / SWEEP_DIR / scale / f"seed-{seed}" / chapter.id
-        try:
-            rec = json.loads((src / "run.json").read_text())
-        except (OSError, ValueError):
+        src, rec = self.sweep_task_for(chapter, scale, seed, key)
+        if src is None or rec is None:
             return None
-        if not isinstance(rec, dict):
-            return None
-        if (
-            rec.get("key") != key
-            or rec.get("seed") != seed
-            or rec.get("status") not in ("ok", "cached")
-            or rec.get("params")
-            or rec.get("kernels")
-        ):
-            return None
-        if (src / "failed.json").exists() or not all((src / f"{nb.stem}.ipynb").exists() for nb in chapter.notebooks):
-            return None
-        for f in sorted((src / "results").glob("*.json")):  # the task's claim records must carry its key
-            try:
-                if json.loads(f.read_text()).get("run_key") != key:
-                    return None
-            except (ValueError, AttributeError):
-                return None
         token = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
         out_dir = self.executed_dir(scale, chapter)
         work = out_dir.parent / f".{chapter.id}.{token}.tmp"
@@ -570,7 +577,15 @@ class Book:
 
         chapters = list(chapters)
         sweep_stale_staging(self.build_dir)
-        todo = [c for c in chapters if force or not self.is_cached(c, scale, seed, params=params)]
+        todo = [
+            c
+            for c in chapters
+            if force
+            or not (
+                self.is_cached(c, scale, seed, params=params)
+                or (not params and self.sweep_task_for(c, scale, seed, self.cache_key(c, scale, seed))[0] is not None)
+            )
+        ]
         expected = {c.id: self.expected_wall(c, scale) for c in todo}
         known = [w for w in expected.values() if w is not None]
         if todo:
