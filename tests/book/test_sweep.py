@@ -157,7 +157,13 @@ def test_real_chapter_two_seeds_aggregated_on_the_scorecard(tmp_path):
     card = site.claims_detail_markdown(book, "ci")
     assert "`ci`, pooled: " in card and sw.describe(agg) in card and "| single seed |" not in card
     front = site.scorecard_markdown(book, "ci")  # the front page: the pooled verdict beside the seed-0 one
-    assert "pooled over 2 seeds at `ci` for every chapter with a paper claim: " in front and "; over 2 seeds: " in front
+    cpu = records[0].cpu
+    assert cpu and f"pooled over 2 seeds at `ci` for every chapter with a paper claim, run on {cpu}: " in front
+    assert "; over 2 seeds: " in front
+    from icml26.book.scorecard import claims_data
+
+    pooled_rows = [r for r in claims_data(book, "ci") if r["pooled_verdict"]]
+    assert pooled_rows and all(r["pooled_cpus"] == {cpu: [0, 1]} for r in pooled_rows)  # claims.json says where
     # the pooled evidence of each noisy core check holds every replicate of both seeds once
     for name, dec in rows[0]["gap-headline"]["decisions"].items():
         if dec["stats"].get("diffs") is not None:
@@ -387,3 +393,13 @@ def test_a_run_and_the_sweeps_task_of_the_same_key_stand_in_for_each_other(toy):
     assert toy.adopt_sweep_task(ch, "ci", 0, toy.cache_key(ch, "ci", 0)) is None
     # a task under a second kernel family is never adopted as the run
     assert sw.plan(toy, [ch], [0], "ci", kernels="avx2").cached == []
+
+
+def test_the_front_page_names_the_cpus_the_pooled_tasks_ran_on():
+    """One CPU is named as such; several CPUs are each named with the chapters whose tasks ran there."""
+    from icml26.book.scorecard import cpus_text
+
+    assert cpus_text({"AMD EPYC (AVX-512)": {"02-st-bcp", "05-omnishow"}}) == "run on AMD EPYC (AVX-512)"
+    mixed = cpus_text({"Intel Xeon (AVX-512, AMX)": {"05-omnishow"}, "AMD EPYC (AVX-512)": {"02-st-bcp", "05-omnishow"}})
+    assert mixed == "run on 2 CPUs (AMD EPYC (AVX-512): 02, 05; Intel Xeon (AVX-512, AMX): 05)"
+    assert cpus_text({}) == "CPU not recorded"

@@ -232,6 +232,25 @@ def _seed_aggregates(book: Book, scale: str) -> tuple[str, dict[str, dict[str, d
     return scale, {}
 
 
+def cpus_text(pooled_cpus: dict[str, set[str]]) -> str:
+    """Where the pooled tasks ran, for the front page's headline: one CPU, or each CPU with its chapters.
+
+    >>> cpus_text({"AMD EPYC (AVX-512)": {"02-st-bcp"}})
+    'run on AMD EPYC (AVX-512)'
+    >>> cpus_text({"A": {"02-st-bcp", "05-omnishow"}, "B": {"05-omnishow"}})
+    'run on 2 CPUs (A: 02, 05; B: 05)'
+    """
+    if not pooled_cpus:
+        return "CPU not recorded"
+    if len(pooled_cpus) == 1:
+        return f"run on {next(iter(pooled_cpus))}"
+    return (
+        f"run on {len(pooled_cpus)} CPUs ("
+        + "; ".join(f"{cpu}: {', '.join(sorted(c[:2] for c in chs))}" for cpu, chs in sorted(pooled_cpus.items()))
+        + ")"
+    )
+
+
 PAPER_WORDS: tuple[str, ...] = ("reproduced", "partly reproduced", "not reproduced", "undecided", "untestable here")
 
 
@@ -306,6 +325,7 @@ def _scorecard(book: Book, scale: str, figure_dir: Path | None, anchors: dict[st
     fragile_pooled: list[str] = []
     fragile_single: list[str] = []
     seeds_by_chapter: dict[str, int] = {}
+    pooled_cpus: dict[str, set[str]] = {}  # CPU the pooled tasks ran on -> chapters
     pooled_chapter: dict[str, dict[str, int]] = {}
     overall_counts: dict[str, int] = {}
     rows_by_kind: dict[str, list[str]] = {k: [] for k in KIND_TITLE}
@@ -362,6 +382,8 @@ def _scorecard(book: Book, scale: str, figure_dir: Path | None, anchors: dict[st
                             fragile_pooled.append(f"{cid[:2]} `{r.get('id')}`")
                         seeds_behind.update(agg["seeds"])
                         seeds_by_chapter[cid] = max(seeds_by_chapter.get(cid, 0), agg["n"])
+                        for cpu in agg.get("cpus") or {}:
+                            pooled_cpus.setdefault(cpu or "CPU not recorded", set()).add(cid)
                 elif not (over_seeds.get(cid, {}).get(r.get("id")) or {}).get("error"):
                     seeds_cell = "single seed"
                 cost = _cost_text(decide_cost(book, scale, cid, r))
@@ -446,6 +468,7 @@ def _scorecard(book: Book, scale: str, figure_dir: Path | None, anchors: dict[st
             f" for {'every' if not unpooled else len(seeds_by_chapter)} chapter{'s' * (len(seeds_by_chapter) != 1) if unpooled else ''}"
             + (" with a paper claim" if not unpooled else f" (not pooled: {', '.join(unpooled)})")
         )
+        k_text += ", " + cpus_text(pooled_cpus)
         card.tally = (
             f"**{n_paper} paper claim{'s' * (n_paper != 1)}** {from_papers}, {k_text}"
             + (f" ({n_agg} of the {n_paper} claims)" if n_agg != n_paper else "")
@@ -754,6 +777,7 @@ CLAIM_COLUMNS: tuple[str, ...] = (
     "pooled_ci_low",
     "pooled_ci_high",
     "pooled_n",
+    "pooled_cpus",
     "rule",
     "paper",
     "ours",
@@ -833,6 +857,7 @@ def claims_data(book: Book, scale: str = "full") -> list[dict]:
                     "pooled_ci_low": pooled.get("ci_low"),
                     "pooled_ci_high": pooled.get("ci_high"),
                     "pooled_n": pooled.get("n"),
+                    "pooled_cpus": {cpu or "CPU not recorded": seeds for cpu, seeds in ((agg or {}).get("cpus") or {}).items()},
                     "rule": first.get("rule") or "; ".join(c.get("rule", "") for c in checks.values() if c.get("rule")),
                     "paper": r.get("paper", ""),
                     "ours": r.get("ours", ""),
@@ -879,7 +904,7 @@ def write_claims_data(book: Book, scale: str, dest: Path) -> tuple[Path, Path]:
         w = csv.DictWriter(fh, fieldnames=list(CLAIM_COLUMNS), extrasaction="ignore")
         w.writeheader()
         for r in rows:
-            w.writerow({k: (json.dumps(v) if isinstance(v, list) else ("" if v is None else v)) for k, v in r.items()})
+            w.writerow({k: (json.dumps(v) if isinstance(v, (list, dict)) else ("" if v is None else v)) for k, v in r.items()})
     return jf, cf
 
 
