@@ -403,3 +403,58 @@ def test_the_front_page_names_the_cpus_the_pooled_tasks_ran_on():
     mixed = cpus_text({"Intel Xeon (AVX-512, AMX)": {"05-omnishow"}, "AMD EPYC (AVX-512)": {"02-st-bcp", "05-omnishow"}})
     assert mixed == "run on 2 CPUs (AMD EPYC (AVX-512): 02, 05; Intel Xeon (AVX-512, AMX): 05)"
     assert cpus_text({}) == "CPU not recorded"
+
+
+def _composite_row(parts_by_name, seed):
+    """A claim whose one core check combines per-part paired effects, as chapter 04's ``all_beat`` does."""
+    from dataclasses import asdict
+
+    from icml26.book import chapter
+
+    reps = chapter.replicate_seeds(seed, 4)
+    decs = {
+        name: chapter.paired_effect(a, b, smallest_effect=0.5, basis="stated", replicates=reps)
+        for name, (a, b) in parts_by_name.items()
+    }
+    outs = [d.outcome for d in decs.values()]
+    outcome = "contradicts" if "contradicts" in outs else ("supports" if all(o == "supports" for o in outs) else "inconclusive")
+    comp = chapter.Decision(
+        outcome == "supports", "all parts", "", {"n": 4, "per_baseline": {k: d.stats for k, d in decs.items()}}, outcome=outcome
+    )
+    c = chapter.Claim(id="c", claim="c", kind="paper", paper="", ours="", checks={"beats every baseline": comp})
+    return json.loads(json.dumps(asdict(c)))
+
+
+def test_a_composite_check_is_pooled_part_by_part():
+    """Each seed's parts are too few to decide; pooled part by part they do, and the all-of rule recombines them."""
+    import numpy as np
+
+    from icml26.book import evidence
+
+    rng = np.random.default_rng(5)
+    rows, diffs = [], {"x": [], "y": []}
+    for seed in range(3):
+        parts = {}
+        for name, mu in (("x", 0.3), ("y", 0.4)):
+            d = mu + rng.normal(0, 0.6, 4)
+            diffs[name] += list(d)
+            parts[name] = (d, np.zeros(4))
+        rows.append((seed, _composite_row(parts, seed)))
+    pooled = sw.pool_claim(rows)["checks"]["beats every baseline"]
+    per_seed = [r["decisions"]["beats every baseline"]["outcome"] for _, r in rows]
+    assert len(set(per_seed)) > 1  # a vote over seeds would leave it inconclusive
+    for name in ("x", "y"):  # each part equals the decision on all its replicates at once
+        direct = evidence.decide(np.array(diffs[name]), smallest_effect=0.5)
+        got = pooled["stats"]["parts"][name]
+        assert got["n"] == 12 and got["ci_low"] == pytest.approx(direct["ci_low"]) and got["outcome"] == direct["outcome"]
+    outs = {pooled["stats"]["parts"][k]["outcome"] for k in ("x", "y")}
+    want = "contradicts" if "contradicts" in outs else ("supports" if outs == {"supports"} else "inconclusive")
+    assert pooled["outcome"] == want != "inconclusive" and "pooled per part" in pooled["detail"]
+    # one part clearly against the claim: the composite contradicts, whatever the other part says
+    against = np.array([-0.02, 0.01, -0.01, 0.02])  # centred on 0: its interval lies below the smallest effect
+    bad = [
+        (s, _composite_row({"x": (against, np.zeros(4)), "y": (np.ones(4) + 0.01 * np.arange(4), np.zeros(4))}, s))
+        for s in range(3)
+    ]
+    res = sw.pool_claim(bad)
+    assert res["checks"]["beats every baseline"]["outcome"] == "contradicts" and res["verdict"] == "not reproduced"

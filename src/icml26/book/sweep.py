@@ -677,6 +677,9 @@ AGGREGATE_RULE = (
     "baseline gives each seed its own), at level α/K, where K is the number of looks "
     "the sweep planned (K = 1 for a plain sweep, `--max-seeds` rounds for `--until-decided`). An exact check supports "
     "when it does in every seed, contradicts when it does in none, and is inconclusive when the seeds disagree. "
+    "A composite check that holds one noisy decision per part (its stats' `parts`, or `per_baseline` in chapter "
+    "04) is pooled part by part and recombined as it was made: it contradicts when a pooled part contradicts, "
+    "supports when every pooled part supports, and is inconclusive otherwise. "
     "Positive controls and guards are pooled the same way, and the pooled verdict follows from the pooled checks. "
     "A random-effects estimate (DerSimonian–Laird) over the seeds' effects is kept beside each pooled effect as a "
     "sensitivity for seeds that add their own variance."
@@ -700,6 +703,9 @@ def _pool_records(recs: Sequence[dict], alpha: float):
     from .chapter import Decision
 
     stats = [r.get("stats") or {} for r in recs]
+    parts = [_parts(st) for st in stats]
+    if all(p is not None for p in parts) and len({tuple(p) for p in parts}) == 1:  # type: ignore[arg-type]
+        return _pool_parts(recs, parts, alpha)  # type: ignore[arg-type]
     if all(st.get("diffs") is not None for st in stats):
         if all(st.get("smallest_effect") is not None for st in stats):
             spread = ""
@@ -744,6 +750,40 @@ def _pool_records(recs: Sequence[dict], alpha: float):
         {"exact": True, "seeds": len(outs), "outcome": outcome},
         outcome=outcome,
     )
+
+
+PART_KEYS: tuple[str, ...] = ("parts", "per_baseline")  # where a composite check keeps its parts' decision stats
+
+
+def _parts(stats: dict) -> dict[str, dict] | None:
+    """The per-part decision stats of a composite check (every part with paired ``diffs``), else ``None``."""
+    for key in PART_KEYS:
+        parts = stats.get(key)
+        if isinstance(parts, dict) and parts and all(isinstance(v, dict) and v.get("diffs") is not None for v in parts.values()):
+            return parts
+    return None
+
+
+def _pool_parts(recs: Sequence[dict], parts: Sequence[dict[str, dict]], alpha: float):
+    """A composite check pooled part by part, then recombined: any part contradicts → contradicts; all support → supports."""
+    from .chapter import Decision
+
+    pooled = {
+        name: _pool_records([{"stats": p[name], "rule": recs[0].get("rule", "")} for p in parts], alpha) for name in parts[0]
+    }
+    outs = [d.outcome for d in pooled.values()]
+    outcome = "contradicts" if "contradicts" in outs else ("supports" if all(o == "supports" for o in outs) else "inconclusive")
+    needs = [int(d.stats.get("n_needed") or 0) for d in pooled.values() if d.outcome == "inconclusive"]
+    n = min(int(d.stats.get("n") or 0) for d in pooled.values())
+    detail = f"pooled per part ({outcome}): " + "; ".join(f"{name}: {d.detail}" for name, d in pooled.items())
+    st = {
+        "n": n,
+        "seeds": len(recs),
+        "outcome": outcome,
+        "n_needed": (max(needs) or None) if outcome == "inconclusive" and needs else None,
+        "parts": {name: d.stats for name, d in pooled.items()},
+    }
+    return Decision(outcome == "supports", recs[0].get("rule", ""), detail, st, outcome=outcome)
 
 
 def _check_records(row: dict, what: str) -> dict[str, dict]:
