@@ -127,3 +127,26 @@ def test_the_front_page_status_page_and_claims_data_mark_a_flipped_verdict_fragi
     shutil.copy2(src / "results" / "main.json", dest / "results" / "main.json")
     (data,) = [r for r in scorecard.claims_data(toy, "ci") if r["id"] == "one"]
     assert data["fragile"] is False and data["fragile_why"] == ""
+
+
+def test_the_history_line_reads_a_fragile_verdict_as_undecided_in_this_build():
+    """A claim whose interval end lies within the rounding spread of its line is *undecided* in the history line too."""
+    import json
+    from dataclasses import asdict
+
+    import numpy as np
+
+    from icml26.book import chapter
+    from icml26.book.scorecard import history_lines
+
+    d = np.array([0.02, 0.05, 0.03, 0.04])  # supports: the lower end sits just above 0
+    dec = chapter.paired_effect(d, np.zeros(4), smallest_effect=0.5, basis="stated", replicates=[0, 1, 2, 3])
+    row = json.loads(json.dumps(asdict(chapter.Claim(id="c", claim="c", kind="paper", paper="", ours="", checks={"x": dec}))))
+    assert row["verdict"] == "reproduced"
+    past = {("99", "c"): [{"version": "0.5.0", "verdict": "reproduced", "scale": "full", "note": "", "stated": True}]}
+    lo = row["decisions"]["x"]["stats"]["ci_low"]
+    near = {"99-toy": {"shifts": {"c": {("checks", "x"): 2 * lo}}, "flips": {}}}
+    far = {"99-toy": {"shifts": {"c": {("checks", "x"): lo / 10}}, "flips": {}}}
+    assert history_lines("99-toy", [row], history=past, comparisons=far) == []  # unchanged, not fragile
+    (line,) = history_lines("99-toy", [row], history=past, comparisons=near)
+    assert "undecided in this build" in line

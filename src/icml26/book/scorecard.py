@@ -659,13 +659,21 @@ def claims_detail_markdown(book: Book, scale: str = "full") -> str:
 
 
 def history_lines(
-    cid: str, rows: list[dict], *, pooled: dict[str, dict] | None = None, history: dict[tuple[str, str], list[dict]] | None = None
+    cid: str,
+    rows: list[dict],
+    *,
+    pooled: dict[str, dict] | None = None,
+    history: dict[tuple[str, str], list[dict]] | None = None,
+    comparisons: dict[str, dict] | None = None,
 ) -> list[str]:
     """One markdown bullet per paper claim whose verdict changed between released versions (or differs in this build).
 
     ``rows`` are the chapter's claim records, ``pooled`` its pooled claims (claim id →
-    :func:`icml26.book.sweep.aggregate`), ``history`` :func:`icml26.book.history.load_history`'s.
+    :func:`icml26.book.sweep.aggregate`), ``history`` :func:`icml26.book.history.load_history`'s
+    and ``comparisons`` :func:`icml26.book.fragile.kernel_comparisons`' (a fragile verdict reads
+    *undecided* in this build, as the front page counts it).
     """
+    from .fragile import claim_fragility
     from .history import history_line
 
     out = []
@@ -674,7 +682,10 @@ def history_lines(
             continue
         past = (history or {}).get((cid[:2], str(r.get("id"))), [])
         agg = (pooled or {}).get(str(r.get("id"))) or {}
-        line = history_line(past, agg.get("overall") or current_word(r), "this build") if past else ""
+        now = agg.get("overall") or current_word(r)
+        if comparisons and claim_fragility(comparisons, cid, r, agg if "pooled" in agg else None):
+            now = "undecided"
+        line = history_line(past, now, "this build") if past else ""
         if line:
             out.append(f"- `{r.get('id')}`: {line}")
     return out
@@ -742,7 +753,7 @@ def verdict_box(
                     )
                 )
         lines.append("| " + " | ".join(cells) + " |")
-    changes = history_lines(cid, rows, pooled=pooled, history=history)
+    changes = history_lines(cid, rows, pooled=pooled, history=history, comparisons=comparisons)
     where = f"{{ref}}`Claim check <{label}>`" if label else "*Claim check*"
     lines += ["```", ""]
     if changes:
@@ -833,7 +844,7 @@ def claims_data(book: Book, scale: str = "full") -> list[dict]:
                 )
                 frag = claim_fragility(comparisons, cid, r, agg) if r.get("kind") == "paper" else None
                 past = history.get((cid[:2], str(r.get("id"))), [])
-                now = (agg or {}).get("overall") or current_word(r)
+                now = "undecided" if frag else ((agg or {}).get("overall") or current_word(r))
                 row = {
                     "chapter": cid,
                     "part": payload.get("part", "main"),

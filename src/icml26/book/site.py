@@ -652,7 +652,7 @@ def _stage(book: Book, scale: str, *, strict: bool) -> Staged:
                 if box:
                     _after_claim(nb, box)
                 rows = [r for pl in records.get(ch.id, []) if not pl.get("mismatch") for r in pl.get("claims", [])]
-                changed = history_lines(ch.id, rows, pooled=over_seeds.get(ch.id), history=history)
+                changed = history_lines(ch.id, rows, pooled=over_seeds.get(ch.id), history=history, comparisons=comparisons)
                 if changed:
                     _under_heading(
                         nb,
