@@ -25,6 +25,8 @@ def _cli(*args, root=None):
         (["run", "--seed", "99999999999999999999"], "must be < 4294967296 (2**32)"),
         (["run", "--seed", "4294967296"], "must be < 4294967296"),
         (["build", "--scale", "huge"], "valid scales: ci, full"),
+        (["sweep", "--seeds", "0-2", "--per-round", "3"], "--per-round applies only with --until-decided"),
+        (["sweep", "--until-decided", "--per-round", "0"], "0 must be >= 1"),
         (["times", "--save", "a b"], "label 'a b': use 1 to 40 letters"),
         (["times", "--save", "0.3.0"], "no chapter has a good run at full scale to save"),
         (["times", "--save", "0.3.0", "--from", "/nonexistent/book"], "/nonexistent/book"),

@@ -235,6 +235,16 @@ def test_until_decided_stops_once_the_claims_are_decided(toy):
     assert sw.planned_looks(toy, "ci") == 3
 
 
+def test_until_decided_plans_its_looks_from_the_seeds_per_round(toy):
+    """K = ceil(max_seeds / per_round): rounds of 2 seeds out of 3 are 2 looks, each at alpha / 2."""
+    out = sw.sweep_until_decided(
+        toy, toy.select(["01"]), "ci", max_seeds=3, per_round=2, n_workers=1, progress=False, say=lambda m: None
+    )
+    assert out["looks"] == 2 and out["rounds"][0]["seeds"] == [0, 1]
+    assert all(r["seeds"] in ([0, 1], [2]) for r in out["rounds"])
+    assert sw.planned_looks(toy, "ci") == 2
+
+
 def test_a_worker_with_another_library_is_refused(toy, tmp_path):
     """A worker whose icml26 differs from the client's never has its result stored."""
     import os

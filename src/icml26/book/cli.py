@@ -183,6 +183,12 @@ def make_parser() -> argparse.ArgumentParser:
         "--first-seed", type=_int_at_least(0, SEED_LIMIT), default=0, help="with --until-decided: the first seed (default: 0)"
     )
     w.add_argument(
+        "--per-round",
+        type=_int_at_least(1),
+        default=None,
+        help="with --until-decided: seeds per round (default: the workers); K = ceil(max-seeds / per-round) looks",
+    )
+    w.add_argument(
         "--budget",
         default=None,
         metavar="DURATION",
@@ -462,6 +468,8 @@ def _dispatch(args) -> int:
                 budget = sw.parse_duration(args.budget) if args.budget is not None else None
             elif args.seeds is None:
                 raise ValueError("--seeds is required (or --until-decided)")
+            if args.per_round is not None and not args.until_decided:
+                raise ValueError("--per-round applies only with --until-decided")
             else:
                 if args.budget is not None:
                     raise ValueError("--budget applies only with --until-decided")
@@ -484,6 +492,7 @@ def _dispatch(args) -> int:
                     args.scale,
                     max_seeds=args.max_seeds,
                     first_seed=args.first_seed,
+                    per_round=args.per_round,
                     budget_s=budget,
                     say=lambda m: print(m, flush=True),
                     params=params,

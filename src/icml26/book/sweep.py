@@ -925,7 +925,8 @@ def sweep_until_decided(
     """Add seeds in rounds until every paper claim of ``chapters`` is decided, or the seeds or budget run out.
 
     The rule is fixed before the first round and stored (``looks.json``): at most
-    ``max_seeds`` seeds in rounds of ``per_round`` (default: the workers, else 1), so
+    ``max_seeds`` seeds in rounds of ``per_round`` (default: the LocalCluster's workers, one per
+    core unless ``n_workers`` says otherwise; 1 with an external ``scheduler``), so
     K = ⌈max_seeds / per_round⌉ looks; after each round the pooled decisions
     (:func:`pool_claim`) are taken at level α/K (:func:`~icml26.book.evidence.look_alpha`),
     and a chapter whose paper claims are all decided gets no more seeds. A round is not
@@ -941,7 +942,7 @@ def sweep_until_decided(
 
     if isinstance(max_seeds, bool) or not isinstance(max_seeds, int) or max_seeds < 1:
         raise ValueError(f"--max-seeds {max_seeds!r} must be a positive integer")
-    per = per_round or kw.get("n_workers") or 1
+    per = per_round or kw.get("n_workers") or (1 if kw.get("scheduler") else os.cpu_count() or 1)
     if per < 1:
         raise ValueError(f"per_round={per!r} must be at least 1")
     looks = math.ceil(max_seeds / per)
