@@ -468,11 +468,11 @@ def _dispatch(args) -> int:
                 budget = sw.parse_duration(args.budget) if args.budget is not None else None
             elif args.seeds is None:
                 raise ValueError("--seeds is required (or --until-decided)")
-            if args.per_round is not None and not args.until_decided:
-                raise ValueError("--per-round applies only with --until-decided")
             else:
                 if args.budget is not None:
                     raise ValueError("--budget applies only with --until-decided")
+                if args.per_round is not None:
+                    raise ValueError("--per-round applies only with --until-decided")
                 seeds = sw.parse_seeds(args.seeds)
             params = sw.parse_params(args.param)
             sw.check_params(book, chapters, params)
