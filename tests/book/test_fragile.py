@@ -150,3 +150,45 @@ def test_the_history_line_reads_a_fragile_verdict_as_undecided_in_this_build():
     assert history_lines("99-toy", [row], history=past, comparisons=far) == []  # unchanged, not fragile
     (line,) = history_lines("99-toy", [row], history=past, comparisons=near)
     assert "undecided in this build" in line
+
+
+def _noisy_row(diffs, seed, *, cid="c"):
+    """A claim record of one seed whose one core check is a paired decision on ``diffs`` (18 drivers-differ's shape)."""
+    import numpy as np
+
+    from icml26.book.evidence import decide
+
+    st = decide(np.asarray(diffs, dtype=float), smallest_effect=0.2, margin=0.0)
+    st.update(diffs=list(diffs), replicates=[f"{seed}-{i}" for i in range(len(diffs))])
+    return _row({"x": {"outcome": st["outcome"], "stats": st}}, cid=cid)
+
+
+def test_a_pooled_verdict_takes_the_spread_measured_on_the_pooled_evidence_when_every_seed_was_rerun():
+    from icml26.book import sweep as sw
+
+    base = [[0.1, -0.1, 0.05, -0.05, 0.0, 0.08], [-0.08, 0.1, -0.02, 0.03, -0.06, 0.0], [0.02, -0.04, 0.06, -0.1, 0.05, -0.01]]
+    default = {"c": [(s, _noisy_row(d, s)) for s, d in enumerate(base)]}
+    agg = sw.aggregate(default["c"])
+    lo = agg["pooled"]["checks"]["x"]["stats"]["ci_low"]
+    assert agg["overall"] == "not reproduced" and -0.06 < lo < 0  # the lower end sits just under its line 0
+    # seed 0 moved its interval by 0.11 under the second family: borrowed for the pool, that spread makes it fragile
+    seed0 = {("checks", "x"): 0.11}
+    comp = {"ch": {"shifts": {"c": seed0}, "flips": {}}}
+    assert "within the rounding spread 0.11" in fr.claim_fragility(comp, "ch", default["c"][0][1], agg)
+
+    def with_rerun(shift_by_seed):
+        other = {"c": [(s, _noisy_row([x + shift_by_seed[s] for x in d], s)) for s, d in enumerate(base)]}
+        comp = {"ch": {"shifts": {"c": seed0}, "flips": {}, **fr._pooled_shifts(default, other, 1, sw.pool_claim)}}
+        return comp, fr.claim_fragility(comp, "ch", default["c"][0][1], agg)
+
+    # every seed rerun, the pooled interval moved by 0.005: measured, that spread leaves the verdict decided
+    comp, why = with_rerun([0.005, 0.005, 0.005])
+    assert comp["ch"]["pooled_seeds"] == [0, 1, 2]
+    assert comp["ch"]["pooled_shifts"]["c"][("checks", "x")] == pytest.approx(0.005)
+    assert why == ""
+    # ...and one that moved the pooled interval past its line is fragile, and says the spread was the pool's
+    comp, why = with_rerun([0.2, 0.2, 0.2])
+    assert "spread of the pooled evidence, both kernel families over seeds 0-2" in why
+    # a second family that reran seed 0 only measures no pooled spread: seed 0's stands in
+    other = {"c": [(0, _noisy_row(base[0], 0))]}
+    assert fr._pooled_shifts(default, other, 1, sw.pool_claim) == {}

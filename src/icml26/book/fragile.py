@@ -16,7 +16,10 @@ an end lies within :math:`s` of its line; the claim is *fragile* when such a dif
 outcome (any of :math:`[L \\pm s, H \\pm s]`) would change the claim's verdict, or, for a
 single-seed verdict, when the verdict itself differs between the two kernel families.
 Pooled evidence settles a fragile verdict once no pooled interval end lies within the
-spread of its line. A fragile verdict counts as *undecided* in the front page's tally.
+spread of its line. Where the second kernel family has rerun every seed of the pool, the
+spread of a pooled decision is measured, not borrowed from seed 0: the same seeds are pooled
+under each family and :math:`s` is the shift of the pooled interval ends. A fragile verdict
+counts as *undecided* in the front page's tally.
 """
 
 from __future__ import annotations
@@ -32,7 +35,9 @@ FRAGILE_RULE = (
     "of each decision's interval ends between the two runs is its rounding spread s. A claim is fragile when one of "
     "its decisions has an interval end within s of its line and moving that end by s would change the claim's "
     "verdict, or, for a single-seed verdict, when the two kernel families give different verdicts. Pooled evidence "
-    "settles it once no pooled interval end lies within s of its line. Fragile verdicts count as undecided in the tally."
+    "settles it once no pooled interval end lies within s of its line; where the second family has rerun every "
+    "pooled seed, s of a pooled decision is measured on the pooled evidence (the same seeds pooled under each "
+    "family) instead of taken from seed 0. Fragile verdicts count as undecided in the tally."
 )
 GROUPS: tuple[str, ...] = ("checks", "guards", "control")
 
@@ -69,6 +74,30 @@ def decision_shifts(row_a: Mapping[str, Any], row_b: Mapping[str, Any]) -> dict[
     out: dict[tuple[str, str], float] = {}
     for what in GROUPS:
         a, b = _records(row_a, what), _records(row_b, what)
+        for name in a.keys() & b.keys():
+            ea, eb = _ends(a[name]), _ends(b[name])
+            if ea is not None and eb is not None:
+                out[(what, name)] = max(abs(ea[0] - eb[0]), abs(ea[1] - eb[1]))
+    return out
+
+
+def pooled_decision_shifts(pooled_a: Mapping[str, Any], pooled_b: Mapping[str, Any]) -> dict[tuple[str, str], float]:
+    """The rounding spread of each pooled decision: ``(group, name) → max(|ΔL|, |ΔH|)`` of two poolings.
+
+    Parameters
+    ----------
+    pooled_a, pooled_b : mapping
+        The same claim pooled over the same seeds (:func:`icml26.book.sweep.pool_claim`) from
+        the default kernels' tasks and the second family's.
+
+    Returns
+    -------
+    dict
+        One entry per decision with an interval in both (exact and part-by-part checks have none).
+    """
+    out: dict[tuple[str, str], float] = {}
+    for what in GROUPS:
+        a, b = dict(pooled_a.get(what) or {}), dict(pooled_b.get(what) or {})
         for name in a.keys() & b.keys():
             ea, eb = _ends(a[name]), _ends(b[name])
             if ea is not None and eb is not None:
@@ -226,17 +255,42 @@ def kernel_comparisons(book: Any, scale: str, kernels: str = "avx2") -> dict[str
 
 
 def _kernel_comparisons(book: Any, scale: str, kernels: str) -> dict[str, dict[str, Any]]:
-    from .sweep import load_sweep_claims
+    from .sweep import load_sweep_claims, planned_looks, pool_claim
 
     default = load_sweep_claims(book, scale)
     other = load_sweep_claims(book, scale, kernels=kernels)
+    looks = planned_looks(book, scale)
     out: dict[str, dict[str, Any]] = {}
     for cid, by_id in other.items():
         rows_b = [row for rows in by_id.values() for seed, row in rows if seed == 0]
         rows_a = [row for rows in default.get(cid, {}).values() for seed, row in rows if seed == 0]
         if rows_a and rows_b:
             out[cid] = {**compare_runs(rows_a, rows_b), "kernels": kernels, "cpu": str(rows_b[0].get("task_cpu", ""))}
+            out[cid].update(_pooled_shifts(default.get(cid, {}), by_id, looks, pool_claim))
     return out
+
+
+def _pooled_shifts(default: Mapping[str, Any], other: Mapping[str, Any], looks: int, pool_claim: Any) -> dict[str, Any]:
+    """``pooled_shifts`` (claim → decision → spread) and ``pooled_seeds`` where the second family ran every pooled seed.
+
+    Empty when it did not (only seed 0, say): then seed 0's spread stands in for the pooled one.
+    """
+    shifts: dict[str, dict[tuple[str, str], float]] = {}
+    seeds: list[int] = []
+    for claim, rows_a in default.items():
+        rows_b = other.get(claim)
+        seeds_a = sorted(s for s, _ in rows_a)
+        if not rows_b or len(seeds_a) < 2 or sorted(s for s, _ in rows_b) != seeds_a:
+            continue
+        if rows_a[0][1].get("kind") != "paper":
+            continue
+        try:
+            pa, pb = pool_claim(rows_a, looks=looks), pool_claim(rows_b, looks=looks)
+        except (ValueError, KeyError, TypeError):  # records that cannot be pooled keep seed 0's spread
+            continue
+        shifts[claim] = pooled_decision_shifts(pa, pb)
+        seeds = seeds_a
+    return {"pooled_shifts": shifts, "pooled_seeds": seeds} if shifts else {}
 
 
 def claim_fragility(
@@ -252,5 +306,17 @@ def claim_fragility(
     shifts = comp["shifts"][row["id"]]
     if agg is not None and "pooled" in agg:
         pooled = {"kind": row.get("kind", "paper"), "untestable": row.get("untestable", ""), **agg["pooled"]}
+        measured = (comp.get("pooled_shifts") or {}).get(row["id"])
+        if measured is not None and list(comp.get("pooled_seeds") or []) == sorted(agg.get("seeds") or []):
+            why = fragile_reason(pooled, measured, pooled=True)
+            return f"{why} (the spread of the pooled evidence, both kernel families over seeds {_seed_text(comp['pooled_seeds'])})" if why else why
         return fragile_reason(pooled, shifts, pooled=True)
     return fragile_reason(row, shifts, flip=comp["flips"].get(row["id"]))
+
+
+def _seed_text(seeds: Sequence[int]) -> str:
+    """``0-2`` for a run of seeds, else ``0, 2, 5``."""
+    seeds = sorted(seeds)
+    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}-{seeds[-1]}"
+    return ", ".join(map(str, seeds))
