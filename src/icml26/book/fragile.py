@@ -309,7 +309,11 @@ def claim_fragility(
         measured = (comp.get("pooled_shifts") or {}).get(row["id"])
         if measured is not None and list(comp.get("pooled_seeds") or []) == sorted(agg.get("seeds") or []):
             why = fragile_reason(pooled, measured, pooled=True)
-            return f"{why} (the spread of the pooled evidence, both kernel families over seeds {_seed_text(comp['pooled_seeds'])})" if why else why
+            return (
+                f"{why} (the spread of the pooled evidence, both kernel families over seeds {_seed_text(comp['pooled_seeds'])})"
+                if why
+                else why
+            )
         return fragile_reason(pooled, shifts, pooled=True)
     return fragile_reason(row, shifts, flip=comp["flips"].get(row["id"]))
 
