@@ -192,3 +192,24 @@ def test_a_pooled_verdict_takes_the_spread_measured_on_the_pooled_evidence_when_
     # a second family that reran seed 0 only measures no pooled spread: seed 0's stands in
     other = {"c": [(0, _noisy_row(base[0], 0))]}
     assert fr._pooled_shifts(default, other, 1, sw.pool_claim) == {}
+
+
+def test_the_status_page_names_the_chapters_whose_pooled_spread_was_measured(toy, monkeypatch):
+    from icml26.book import site
+
+    comp = {
+        "shifts": {"c": {("checks", "x"): 0.11}},
+        "flips": {},
+        "decisions": 1,
+        "identical": 0,
+        "max_shift": 0.11,
+        "max_relative": 0.5,
+        "worst": "c: x",
+        "missing": [],
+    }
+    measured = {**comp, "pooled_shifts": {"c": {("checks", "x"): 0.0105}}, "pooled_seeds": [0, 1, 2]}
+    for comps, expected in (({"01-toy": comp}, False), ({"01-toy": measured}, True)):
+        monkeypatch.setattr(fr, "kernel_comparisons", lambda book, scale, c=comps: c if scale == "full" else {})
+        text = "\n".join(site.rounding_markdown(toy))
+        line = "01-toy (seeds 0-2): largest shift of a pooled interval end 0.0105, against seed 0's 0.11"
+        assert (line in text) is expected, text

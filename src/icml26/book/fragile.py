@@ -310,7 +310,7 @@ def claim_fragility(
         if measured is not None and list(comp.get("pooled_seeds") or []) == sorted(agg.get("seeds") or []):
             why = fragile_reason(pooled, measured, pooled=True)
             return (
-                f"{why} (the spread of the pooled evidence, both kernel families over seeds {_seed_text(comp['pooled_seeds'])})"
+                f"{why} (the spread of the pooled evidence, both kernel families over seeds {seed_text(comp['pooled_seeds'])})"
                 if why
                 else why
             )
@@ -318,7 +318,7 @@ def claim_fragility(
     return fragile_reason(row, shifts, flip=comp["flips"].get(row["id"]))
 
 
-def _seed_text(seeds: Sequence[int]) -> str:
+def seed_text(seeds: Sequence[int]) -> str:
     """``0-2`` for a run of seeds, else ``0, 2, 5``."""
     seeds = sorted(seeds)
     if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):

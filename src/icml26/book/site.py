@@ -86,7 +86,7 @@ def _sweep_cpus(book: Book) -> dict[str, list[str]]:
 
 def rounding_markdown(book: Book) -> list[str]:
     """The status page's *Rounding spread* section: how far each chapter's decisions move under a second kernel family."""
-    from .fragile import FRAGILE_RULE, kernel_comparisons
+    from .fragile import FRAGILE_RULE, seed_text, kernel_comparisons
     from .sweep import KERNEL_FAMILIES
 
     lines = ["## Rounding spread", ""]
@@ -121,6 +121,19 @@ def rounding_markdown(book: Book) -> list[str]:
                 else (f"{rel:.2g} ({_cell(c['worst'])})" if rel != float("inf") else "∞ (a zero-width interval moved)")
             )
             lines.append(f"| {cid} | {c['decisions']} | {c['identical']} | {c['max_shift']:.3g} | {rel_text} | {_cell(flips)} |")
+        pooled = [
+            f"{cid} (seeds {seed_text(c['pooled_seeds'])}): largest shift of a pooled interval end "
+            f"{max((v for sh in c['pooled_shifts'].values() for v in sh.values()), default=0.0):.3g}, "
+            f"against seed 0's {c['max_shift']:.3g}"
+            for cid, c in sorted(comps.items())
+            if c.get("pooled_shifts")
+        ]
+        if pooled:
+            lines += [
+                "",
+                f"Rerun over every pooled seed at `{scale}` (the pooled verdicts' spread is measured, not "
+                "borrowed from seed 0): " + "; ".join(pooled) + ".",
+            ]
         missing = sorted(ch.id for ch in book.chapters() if ch.id not in comps)
         if missing:
             lines += ["", f"Not rerun at `{scale}` (fragility not measured): " + ", ".join(missing) + "."]
