@@ -86,7 +86,7 @@ def _sweep_cpus(book: Book) -> dict[str, list[str]]:
 
 def rounding_markdown(book: Book) -> list[str]:
     """The status page's *Rounding spread* section: how far each chapter's decisions move under a second kernel family."""
-    from .fragile import FRAGILE_RULE, seed_text, kernel_comparisons
+    from .fragile import FRAGILE_RULE, kernel_comparisons, seed_text
     from .sweep import KERNEL_FAMILIES
 
     lines = ["## Rounding spread", ""]
