@@ -159,7 +159,12 @@ def test_real_chapter_two_seeds_aggregated_on_the_scorecard(tmp_path):
     front = site.scorecard_markdown(book, "ci")  # the front page: the pooled verdict beside the seed-0 one
     cpu = records[0].cpu
     assert cpu and f"pooled over 2 seeds at `ci` for every chapter with a paper claim, run on {cpu}: " in front
-    assert "; over 2 seeds: " in front
+    assert "; over 2 seeds: " in front and "planned looks" not in front
+    # a sequential sweep's plan (K looks) is stated with the level every pooled decision then uses
+    looks_file = book.build_dir / "sweep" / "ci" / sw.LOOKS_FILE
+    looks_file.write_text(json.dumps({"max_looks": 2}))
+    assert "run on " + cpu + ", in 2 planned looks (every pooled decision at α/2, " in site.scorecard_markdown(book, "ci")
+    looks_file.unlink()
     from icml26.book.scorecard import claims_data
 
     pooled_rows = [r for r in claims_data(book, "ci") if r["pooled_verdict"]]

@@ -469,6 +469,14 @@ def _scorecard(book: Book, scale: str, figure_dir: Path | None, anchors: dict[st
             + (" with a paper claim" if not unpooled else f" (not pooled: {', '.join(unpooled)})")
         )
         k_text += ", " + cpus_text(pooled_cpus)
+        from .sweep import planned_looks
+
+        n_looks = planned_looks(book, sweep_scale)
+        if n_looks > 1:
+            k_text += (
+                f", in {n_looks} planned looks (every pooled decision at α/{n_looks}, "
+                "so that adding seeds where claims stayed undecided cannot inflate the error rate)"
+            )
         card.tally = (
             f"**{n_paper} paper claim{'s' * (n_paper != 1)}** {from_papers}, {k_text}"
             + (f" ({n_agg} of the {n_paper} claims)" if n_agg != n_paper else "")
