@@ -178,7 +178,7 @@ def test_a_pooled_verdict_takes_the_spread_measured_on_the_pooled_evidence_when_
 
     def with_rerun(shift_by_seed):
         other = {"c": [(s, _noisy_row([x + shift_by_seed[s] for x in d], s)) for s, d in enumerate(base)]}
-        comp = {"ch": {"shifts": {"c": seed0}, "flips": {}, **fr._pooled_shifts(default, other, 1, sw.pool_claim)}}
+        comp = {"ch": {"shifts": {"c": seed0}, "flips": {}, **fr._pooled_shifts(default, other, 1)}}
         return comp, fr.claim_fragility(comp, "ch", default["c"][0][1], agg)
 
     # every seed rerun, the pooled interval moved by 0.005: measured, that spread leaves the verdict decided
@@ -191,7 +191,7 @@ def test_a_pooled_verdict_takes_the_spread_measured_on_the_pooled_evidence_when_
     assert "spread of the pooled evidence, both kernel families over seeds 0-2" in why
     # a second family that reran seed 0 only measures no pooled spread: seed 0's stands in
     other = {"c": [(0, _noisy_row(base[0], 0))]}
-    assert fr._pooled_shifts(default, other, 1, sw.pool_claim) == {}
+    assert fr._pooled_shifts(default, other, 1) == {}
 
 
 def test_the_status_page_names_the_chapters_whose_pooled_spread_was_measured(toy, monkeypatch):

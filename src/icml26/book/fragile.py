@@ -71,9 +71,14 @@ def decision_shifts(row_a: Mapping[str, Any], row_b: Mapping[str, Any]) -> dict[
     dict
         One entry per decision (core check, guard or control) that has an interval in both.
     """
+    return _shifts({w: _records(row_a, w) for w in GROUPS}, {w: _records(row_b, w) for w in GROUPS})
+
+
+def _shifts(groups_a: Mapping[str, Any], groups_b: Mapping[str, Any]) -> dict[tuple[str, str], float]:
+    """``(group, name) → max(|ΔL|, |ΔH|)`` for every decision with an interval in both groupings."""
     out: dict[tuple[str, str], float] = {}
     for what in GROUPS:
-        a, b = _records(row_a, what), _records(row_b, what)
+        a, b = dict(groups_a.get(what) or {}), dict(groups_b.get(what) or {})
         for name in a.keys() & b.keys():
             ea, eb = _ends(a[name]), _ends(b[name])
             if ea is not None and eb is not None:
@@ -95,14 +100,7 @@ def pooled_decision_shifts(pooled_a: Mapping[str, Any], pooled_b: Mapping[str, A
     dict
         One entry per decision with an interval in both (exact and part-by-part checks have none).
     """
-    out: dict[tuple[str, str], float] = {}
-    for what in GROUPS:
-        a, b = dict(pooled_a.get(what) or {}), dict(pooled_b.get(what) or {})
-        for name in a.keys() & b.keys():
-            ea, eb = _ends(a[name]), _ends(b[name])
-            if ea is not None and eb is not None:
-                out[(what, name)] = max(abs(ea[0] - eb[0]), abs(ea[1] - eb[1]))
-    return out
+    return _shifts(pooled_a, pooled_b)
 
 
 def compare_runs(rows_a: Sequence[Mapping[str, Any]], rows_b: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -255,7 +253,7 @@ def kernel_comparisons(book: Any, scale: str, kernels: str = "avx2") -> dict[str
 
 
 def _kernel_comparisons(book: Any, scale: str, kernels: str) -> dict[str, dict[str, Any]]:
-    from .sweep import load_sweep_claims, planned_looks, pool_claim
+    from .sweep import load_sweep_claims, planned_looks
 
     default = load_sweep_claims(book, scale)
     other = load_sweep_claims(book, scale, kernels=kernels)
@@ -266,15 +264,17 @@ def _kernel_comparisons(book: Any, scale: str, kernels: str) -> dict[str, dict[s
         rows_a = [row for rows in default.get(cid, {}).values() for seed, row in rows if seed == 0]
         if rows_a and rows_b:
             out[cid] = {**compare_runs(rows_a, rows_b), "kernels": kernels, "cpu": str(rows_b[0].get("task_cpu", ""))}
-            out[cid].update(_pooled_shifts(default.get(cid, {}), by_id, looks, pool_claim))
+            out[cid].update(_pooled_shifts(default.get(cid, {}), by_id, looks))
     return out
 
 
-def _pooled_shifts(default: Mapping[str, Any], other: Mapping[str, Any], looks: int, pool_claim: Any) -> dict[str, Any]:
+def _pooled_shifts(default: Mapping[str, Any], other: Mapping[str, Any], looks: int) -> dict[str, Any]:
     """``pooled_shifts`` (claim → decision → spread) and ``pooled_seeds`` where the second family ran every pooled seed.
 
     Empty when it did not (only seed 0, say): then seed 0's spread stands in for the pooled one.
     """
+    from .sweep import pool_claim
+
     shifts: dict[str, dict[tuple[str, str], float]] = {}
     seeds: list[int] = []
     for claim, rows_a in default.items():
