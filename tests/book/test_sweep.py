@@ -382,6 +382,22 @@ def test_a_second_kernel_family_is_checked_and_its_tasks_live_apart(toy):
     assert sw.make_payload(toy, ch, "ci", 0, {}, key)["env"] == {}
 
 
+def test_a_second_kernel_family_trains_its_models_again_in_a_cache_of_its_own(toy, tmp_path, monkeypatch):
+    """A model the lab trained under the default kernels would carry their rounding into the rerun."""
+    monkeypatch.setenv("ICML26_MODEL_CACHE", str(tmp_path / "models"))
+    ch = toy.select(["01"])[0]
+    key = toy.cache_key(ch, "ci", 0)
+    results = tmp_path / "results"
+    default = sw.task_env(sw.make_payload(toy, ch, "ci", 0, {}, key), results)
+    assert "ICML26_MODEL_CACHE" not in default  # the notebooks share the usual cache
+    assert default["ICML26_RESULTS_DIR"] == str(results) and default["ICML26_RUN_KEY"] == key
+    other = sw.task_env(sw.make_payload(toy, ch, "ci", 0, {}, key, "avx2"), results)
+    assert other["ICML26_MODEL_CACHE"] == str(tmp_path / "models" / "kernels-avx2")
+    assert other["ATEN_CPU_CAPABILITY"] == "avx2" and other["ICML26_RUN_KEY"] == key
+    with pytest.raises(ValueError, match=r"kernels='avx9' is not a kernel family"):
+        sw.task_env({"key": key, "kernels": "avx9"}, results)
+
+
 def test_a_run_and_the_sweeps_task_of_the_same_key_stand_in_for_each_other(toy):
     import json
     import shutil

@@ -267,6 +267,43 @@ def pinned_versions_like(pins: dict[str, str]) -> dict[str, str]:
     return out
 
 
+def task_env(payload: dict, results: Path) -> dict[str, str]:
+    """The environment variables a task's notebooks run with, beside the worker's own.
+
+    The results folder and run key the chapter writes its claim records under, progress
+    bars off, and for a second kernel family (:data:`KERNEL_FAMILIES`) its variables and a
+    model cache of its own (``<model cache>/kernels-<family>``, see
+    :func:`icml26.tinylm.lab.model_cache_dir`): a chapter that trains its models through the
+    lab's ``load_or_train`` trains them again under that family, so that the rerun measures
+    the rounding of the training as well, not only that of analysing models trained under
+    the default kernels.
+
+    Parameters
+    ----------
+    payload : dict
+        The task (:func:`make_payload`): ``key``, and ``env`` and ``kernels`` where a second
+        kernel family runs it.
+    results : Path
+        The folder the chapter writes its records to.
+
+    Returns
+    -------
+    dict of str to str
+    """
+    env = {
+        **payload.get("env", {}),
+        "ICML26_RESULTS_DIR": str(results),
+        "ICML26_RUN_KEY": payload["key"],
+        "ICML26_PROGRESS": "off",
+    }
+    kernels = check_kernels(payload.get("kernels", ""))
+    if kernels:
+        from ..tinylm.lab import model_cache_dir
+
+        env["ICML26_MODEL_CACHE"] = str(model_cache_dir() / f"kernels-{kernels}")
+    return env
+
+
 def run_task(payload: dict) -> dict:
     """Execute one chapter from its payload in a temporary folder; return outputs as data.
 
@@ -312,12 +349,7 @@ def run_task(payload: dict) -> dict:
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_bytes(blob)
         results = root / "results"
-        env = {
-            **payload.get("env", {}),  # a second kernel family's variables, if any
-            "ICML26_RESULTS_DIR": str(results),
-            "ICML26_RUN_KEY": payload["key"],
-            "ICML26_PROGRESS": "off",
-        }
+        env = task_env(payload, results)
         params = {"scale": payload["scale"], "seed": payload["seed"], **payload.get("params", {})}
         kernel_cpu: list[float] = []
         for name, text in payload["notebooks"]:
