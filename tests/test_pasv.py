@@ -265,6 +265,35 @@ def test_coalition_model_utility_caches():
     np.testing.assert_array_equal(U1, U2)
 
 
+def test_value_block_markets_exact_game():
+    kw = dict(block_half=3, block_test_per_class=5, block_k=3)
+    rows, tables, markets = P.value_block_markets([0, 1], **kw)
+    assert len(tables) == len(markets) == 2 and all(U.shape == (256,) for U in tables)
+    methods = ["SV", "WSV (b=8)", "PSV", "PASV b=2", "PASV b=8", "PASV b=32"]
+    assert len(rows) == 2 * len(methods) * 5
+    for ms, U in zip([0, 1], tables):
+        for m in methods:
+            v = [r["value"] for r in rows if r["seed"] == ms and r["method"] == m]
+            # every random order value is efficient: the providers share U(all) - U(empty)
+            assert len(v) == 5 and np.isclose(sum(v), U[-1] - U[0], atol=1e-12)
+    # the same market seed gives the same market and values; PASV with equal exponents is PSV
+    again, _, _ = P.value_block_markets([1], **kw, c=(0, 0, 0, 0, 0))
+    psv = {r["provider"]: r["value"] for r in again if r["method"] == "PSV"}
+    for r in again:
+        if r["method"].startswith("PASV"):
+            assert np.isclose(r["value"], psv[r["provider"]], atol=1e-12)
+    first = {(r["method"], r["provider"]): r["value"] for r in rows if r["seed"] == 1}
+    for r in again:
+        if r["method"] in ("SV", "PSV"):
+            assert r["value"] == first[(r["method"], r["provider"])]
+    # the table is the coalition utility of the same market: U(all) retrains on every block
+    from sklearn.neighbors import KNeighborsClassifier
+
+    m = markets[0]
+    full = KNeighborsClassifier(3).fit(m.X, m.y).score(m.X_test, m.y_test)
+    assert tables[0][-1] == full and tables[0][0] == 0.1
+
+
 def test_cached_utility_counts():
     cu = P.CachedUtility(lambda m: float(m.sum() ** 2), 4)
     V = cu.values_along(np.array([[0, 1, 2, 3], [1, 0, 2, 3]]))

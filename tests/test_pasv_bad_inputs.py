@@ -318,12 +318,17 @@ def test_utilities_reject_bad_data_and_one_mask_convention(k, bad):
 
 @covers(
     "pasv.markets.value_markets", "pasv.features.feature_sweep_shift", "pasv.mixing.mixing_runs",
-    "pasv.mixing.sampler_efficiency",
+    "pasv.mixing.sampler_efficiency", "pasv.markets.value_block_markets",
 )  # fmt: skip
 def test_chapter_loops_reject_bad_sizes():
     R = P.precedence_closure(3, [(0, 1)])
     U = P.game_table(lambda mask: float(mask.sum()), 3)
     rejects(P.value_markets, [0], market_half=0, n_test_per_class=5, knn_k=3, mh_orders=4, burn_n2=1, thin_n2=1, mh_chains=2)
+    bk = dict(block_half=3, block_test_per_class=5, block_k=3)
+    rejects(P.value_block_markets, [0], **{**bk, "block_k": 0}, match="block_k")
+    rejects(P.value_block_markets, [0], **bk, c=(0, 1, 2), match="exponents")
+    rejects(P.value_block_markets, [0], **bk, weight_bases=(2, -1), match="weight_bases")
+    rejects(P.value_block_markets, [0], **{**bk, "block_half": 0}, match="n_per_half")
     rejects(P.feature_sweep_shift, R, U, np.zeros(3), np.array([-1.0]), [0])
     rejects(P.mixing_runs, [4], 0, n_chains=4, seed=0)
     rejects(P.sampler_efficiency, U, R, [("x", np.ones(3))], [4], 0, seed=0)

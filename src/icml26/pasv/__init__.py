@@ -21,7 +21,8 @@ The package has one module per concern; everything public is importable from her
     The mixing diagnostic and the sampler experiments (:func:`mixing_runs`,
     :func:`sampler_efficiency`).
 :mod:`~icml26.pasv.markets`
-    The digits data market, its utilities and the market experiment (:func:`value_markets`).
+    The digits data market, its utilities and the market experiments (:func:`value_markets`,
+    :func:`value_block_markets`).
 :mod:`~icml26.pasv.features`
     Feature attribution over the diabetes features (:func:`feature_sweep_shift`).
 
@@ -75,6 +76,7 @@ from .markets import (
     DataMarket,
     KNNUtility,
     make_data_market,
+    value_block_markets,
     value_markets,
 )
 from .markets import BLOCK_PROVIDER as BLOCK_PROVIDER  # public, outside __all__ as before
@@ -95,6 +97,7 @@ from .sampling import AdjacentSwapSampler, sample_linear_extensions_rejection, u
 
 __all__ = [
     "value_markets",
+    "value_block_markets",
     "feature_sweep_shift",
     "mixing_runs",
     "sampler_efficiency",
