@@ -119,6 +119,27 @@ def test_power_scale_and_key_heads():
     assert k["B1"] == [(0, 2), (1, 0)] and k["B2"] == [] and k["union"] == [(0, 2), (1, 0)]
 
 
+def test_key_head_summary_log_ratios_and_trace_noise_closed_form():
+    n, L, H, S = 3, 2, 2, 2
+    b1 = np.zeros((n, L, H))
+    b1[:, 0, 1] = [1.0, 2.0, 3.0]  # mean 2
+    b1[:, 1, 0] = 4.0
+    b3 = np.full((n, L, H), 5.0)
+    b2 = np.zeros((n, L, H, S))
+    b2[:, 0, 1] = [[1, 0], [1, 0], [0, 1]]  # |cos| over pairs: 1, 0, 0 -> 1/3
+    b2[:, 1, 0] = [[1, 0], [-1, 0], [1, 0]]  # |cos| = 1 for every pair
+    m = C.HeadMetrics(layers=[3, 5], b1=b1, b2=b2, b3=b3, b2_centroid=np.zeros((n, L, H)))
+    out = C.key_head_summary(m, [(3, 1), (5, 0)])
+    assert out == pytest.approx({"B1": 3.0, "B2": (1 / 3 + 1) / 2, "B3": 5.0})
+    half = C.HeadMetrics(layers=[3, 5], b1=b1 / 2, b2=b2, b3=b3 * 2, b2_centroid=np.zeros((n, L, H)))
+    r = C.key_head_log_ratios(half, m, [(3, 1), (5, 0)])
+    assert r == pytest.approx({"B1": np.log(0.5), "B2": 0.0, "B3": np.log(2.0)})
+    # two readings of four models: Var(x) = 5/3, Var(x - x')/2 = 2/3, share 0.4
+    assert C.trace_noise_share([0, 1, 2, 3], [1, 0, 3, 2]) == pytest.approx(0.4)
+    assert C.trace_noise_share([0, 1, 2], [0, 1, 2]) == 0.0
+    assert C.trace_noise_share([1, 1, 1], [0, 1, 2]) is None
+
+
 # ---------------------------------------------------------------- models: identities and planted heads
 @pytest.mark.parametrize("shape", [dict(n_layer=2, n_head=2, n_embd=16), dict(n_layer=3, n_head=4, n_embd=32)])
 def test_temperature_one_and_no_heads_are_the_identity(data, shape):

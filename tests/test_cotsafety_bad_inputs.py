@@ -102,6 +102,30 @@ def test_model_level_rejects(lm):
     rejects(C.key_heads, hm, hm, ratio=1.5, match="ratio")
 
 
+@covers("cotsafety.key_head_summary", "cotsafety.key_head_log_ratios", "cotsafety.trace_noise_share")
+def test_key_head_readings_reject_bad_input():
+    n, L, H, S = 3, 1, 2, 2
+    m = C.HeadMetrics(
+        layers=[0],
+        b1=np.ones((n, L, H)),
+        b2=np.ones((n, L, H, S)) / 2**0.5,
+        b3=np.ones((n, L, H)),
+        b2_centroid=np.zeros((n, L, H)),
+    )
+    rejects(C.key_head_summary, "m", [(0, 0)], match="HeadMetrics")
+    rejects(C.key_head_summary, m, [], match="non-empty")
+    rejects(C.key_head_summary, m, [(1, 0)], match="layer 1")
+    rejects(C.key_head_summary, m, [(0, 2)], match="head index 2")
+    rejects(C.key_head_summary, m, [0], match="pair")
+    one = C.HeadMetrics(layers=[0], b1=m.b1[:1], b2=m.b2[:1], b3=m.b3[:1], b2_centroid=m.b2_centroid[:1])
+    rejects(C.key_head_summary, one, [(0, 0)], match="two traces")
+    zero = C.HeadMetrics(layers=[0], b1=0 * m.b1, b2=m.b2, b3=m.b3, b2_centroid=m.b2_centroid)
+    rejects(C.key_head_log_ratios, zero, m, [(0, 0)], match="B1")
+    rejects(C.trace_noise_share, [1.0], [1.0], match="length >= 2")
+    rejects(C.trace_noise_share, [1.0, 2.0], [1.0], match="same length")
+    rejects(C.trace_noise_share, [1.0, np.nan], [1.0, 2.0], match="finite")
+
+
 @covers("cotsafety.head_jacobian_metrics")
 def test_rows_that_are_not_stochastic_are_refused_not_renormalised():
     # rows summing to 3 (raw weights) or 0 used to be renormalised without a word
