@@ -17,7 +17,7 @@ from icml26 import cotsafety as C
 from icml26.tinylm import traces as T
 from icml26.tinylm.tokenizer import build_word_tokenizer, word_vocabulary
 
-exempt("cotsafety.HeadMetrics", "a record built by attention_head_metrics (covered)")
+exempt("cotsafety.heads.HeadMetrics", "a record built by attention_head_metrics (covered)")
 exempt("cotsafety.LayerGap", "a record built by layer_angle_gap (covered)")
 exempt("tinylm.traces.TraceSet", "a record built by make_traces (covered)")
 
@@ -102,7 +102,7 @@ def test_model_level_rejects(lm):
     rejects(C.key_heads, hm, hm, ratio=1.5, match="ratio")
 
 
-@covers("cotsafety.key_head_summary", "cotsafety.key_head_log_ratios", "cotsafety.trace_noise_share")
+@covers("cotsafety.heads.key_head_summary", "cotsafety.heads.key_head_log_ratios", "cotsafety.heads.trace_noise_share")
 def test_key_head_readings_reject_bad_input():
     n, L, H, S = 3, 1, 2, 2
     m = C.HeadMetrics(
